@@ -1,0 +1,252 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * KUnit suite for the pcpu_next control plane: the control-line parser
+ * (accepts what is documented, rejects everything else with the
+ * documented errno) and the worker-thread harness (every worker runs,
+ * placement is honoured, the phase stops).
+ */
+
+#include <kunit/test.h>
+#include <linux/cpumask.h>
+#include <linux/percpu.h>
+#include <linux/slab.h>
+#include <linux/smp.h>
+#include <linux/string.h>
+
+#include <pcpu_next/internal.h>
+
+struct pn_parse_case {
+	const char *line;
+	int err;
+};
+
+static const struct pn_parse_case pn_bad_lines[] = {
+	{ "", -EINVAL },
+	{ "\n", -EINVAL },
+	{ "garbage", -EINVAL },
+	{ "=percpu", -EINVAL },
+	{ "test", -EINVAL },
+	{ "test=", -EINVAL },
+	{ "test=percpu threads=", -EINVAL },
+	{ "test=percpu bogus=1", -EINVAL },
+	{ "test=Percpu", -EINVAL },
+	{ "test=percpu threads=abc", -EINVAL },
+	{ "test=percpu threads=-1", -EINVAL },
+	{ "test=percpu threads=0", -ERANGE },
+	{ "test=percpu threads=99999999999999999999", -ERANGE },
+	{ "test=percpu seconds=301", -ERANGE },
+	{ "test=percpu seconds=0", -ERANGE },
+	{ "test=percpu ms=300001", -ERANGE },
+	{ "test=percpu size=32769", -ERANGE },
+	{ "test=percpu seconds=1 ms=5", -EINVAL },
+	{ "test=percpu test=percpu", -EINVAL },
+	{ "test=percpu  threads=1", -EINVAL },
+	{ " test=percpu", -EINVAL },
+	{ "test=percpu ", -EINVAL },
+	{ "test=percpu\tthreads=1", -EINVAL },
+	{ "test=percpu pin=sideways", -EINVAL },
+	{ "threads=1", -EINVAL },
+	{ "test=percpu\n\n", -EINVAL },
+	{ "test=percpu seed=18446744073709551616", -ERANGE },
+};
+
+static void pn_parse_rejects_bad_lines(struct kunit *test)
+{
+	struct pn_params p;
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(pn_bad_lines); i++) {
+		const char *l = pn_bad_lines[i].line;
+
+		KUNIT_EXPECT_EQ_MSG(test, pn_parse_line(l, strlen(l), &p),
+				    pn_bad_lines[i].err, "line \"%s\"", l);
+	}
+}
+
+static void pn_parse_rejects_overlong_and_binary(struct kunit *test)
+{
+	struct pn_params p;
+	char *buf;
+
+	buf = kunit_kmalloc(test, PN_LINE_MAX + 1, GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, buf);
+	memset(buf, 'a', PN_LINE_MAX);
+	memcpy(buf, "test=", 5);
+	KUNIT_EXPECT_EQ(test, pn_parse_line(buf, PN_LINE_MAX, &p), -E2BIG);
+	/* One byte shorter is a (bad) name, not an overlong line. */
+	KUNIT_EXPECT_EQ(test, pn_parse_line(buf, PN_LINE_MAX - 1, &p), -EINVAL);
+
+	/* An embedded NUL must not truncate the line into a valid one. */
+	memcpy(buf, "test=percpu\0threads=1", 21);
+	KUNIT_EXPECT_EQ(test, pn_parse_line(buf, 21, &p), -EINVAL);
+	buf[0] = (char)0xc3;
+	KUNIT_EXPECT_EQ(test, pn_parse_line(buf, 11, &p), -EINVAL);
+}
+
+static void pn_parse_accepts_good_lines(struct kunit *test)
+{
+	const char *l = "test=percpu threads=3 seconds=2 size=64 batch=16 objects=10 seed=42 pin=even\n";
+	struct pn_params p;
+
+	KUNIT_ASSERT_EQ(test, pn_parse_line(l, strlen(l), &p), 0);
+	KUNIT_EXPECT_STREQ(test, p.test, "percpu");
+	KUNIT_EXPECT_EQ(test, p.threads, 3U);
+	KUNIT_EXPECT_EQ(test, p.duration_ms, 2000U);
+	KUNIT_EXPECT_EQ(test, p.size, 64U);
+	KUNIT_EXPECT_EQ(test, p.batch, 16U);
+	KUNIT_EXPECT_EQ(test, p.objects, 10U);
+	KUNIT_EXPECT_EQ(test, p.seed, 42ULL);
+	KUNIT_EXPECT_EQ(test, p.pin, PN_PIN_EVEN);
+
+	l = "test=percpu ms=250";
+	KUNIT_ASSERT_EQ(test, pn_parse_line(l, strlen(l), &p), 0);
+	KUNIT_EXPECT_EQ(test, p.duration_ms, 250U);
+	KUNIT_EXPECT_EQ(test, p.threads, 0U);	/* default chosen later */
+	KUNIT_EXPECT_EQ(test, p.pin, PN_PIN_EACH);
+}
+
+static void pn_parse_bounds_follow_nr_cpu_ids(struct kunit *test)
+{
+	char line[64];
+	struct pn_params p;
+	int n;
+
+	n = scnprintf(line, sizeof(line), "test=percpu threads=%u", 4 * nr_cpu_ids);
+	KUNIT_EXPECT_EQ(test, pn_parse_line(line, n, &p), 0);
+	KUNIT_EXPECT_EQ(test, p.threads, 4 * nr_cpu_ids);
+	n = scnprintf(line, sizeof(line), "test=percpu threads=%u", 4 * nr_cpu_ids + 1);
+	KUNIT_EXPECT_EQ(test, pn_parse_line(line, n, &p), -ERANGE);
+}
+
+static void pn_find_test_knows_percpu(struct kunit *test)
+{
+	KUNIT_EXPECT_NOT_NULL(test, pn_find_test("percpu"));
+	KUNIT_EXPECT_NULL(test, pn_find_test("nosuchtest"));
+	KUNIT_EXPECT_NULL(test, pn_find_test(""));
+}
+
+/* ---- the worker harness ---- */
+
+struct pn_harness_arg {
+	atomic_t entered;
+	unsigned int cpu_of[64];
+	unsigned long loops[64];
+};
+
+static int pn_harness_worker(struct pn_run *run, unsigned int idx, void *data)
+{
+	struct pn_harness_arg *a = data;
+
+	atomic_inc(&a->entered);
+	a->cpu_of[idx] = raw_smp_processor_id();
+	while (!pn_should_stop(run)) {
+		a->loops[idx]++;
+		cond_resched();
+	}
+	return idx == 5 ? -EIO : 0;
+}
+
+static struct pn_run *pn_test_run(struct kunit *test)
+{
+	struct pn_run *run = kunit_kzalloc(test, sizeof(*run), GFP_KERNEL);
+
+	KUNIT_ASSERT_NOT_NULL(test, run);
+	init_waitqueue_head(&run->wq);
+	run->rnd = 1;
+	return run;
+}
+
+static void pn_harness_runs_pinned_workers(struct kunit *test)
+{
+	struct pn_run *run = pn_test_run(test);
+	struct pn_harness_arg *a;
+	unsigned int i, nr = min(num_online_cpus(), 4U);
+
+	a = kunit_kzalloc(test, sizeof(*a), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, a);
+	KUNIT_ASSERT_EQ(test, pn_run_threads(run, nr, PN_PIN_EACH, 50,
+					     pn_harness_worker, a), 0);
+	KUNIT_EXPECT_EQ(test, atomic_read(&a->entered), (int)nr);
+	KUNIT_EXPECT_GT(test, run->phase_ns, 40ULL * NSEC_PER_MSEC);
+	for (i = 0; i < nr; i++) {
+		KUNIT_EXPECT_EQ(test, a->cpu_of[i], pn_pick_cpu(run, PN_PIN_EACH, i));
+		KUNIT_EXPECT_GT(test, a->loops[i], 0UL);
+	}
+}
+
+static void pn_harness_reports_worker_error(struct kunit *test)
+{
+	struct pn_run *run = pn_test_run(test);
+	struct pn_harness_arg *a;
+
+	a = kunit_kzalloc(test, sizeof(*a), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, a);
+	KUNIT_EXPECT_EQ(test, pn_run_threads(run, 8, PN_PIN_ONE, 20,
+					     pn_harness_worker, a), -EIO);
+	KUNIT_EXPECT_EQ(test, atomic_read(&a->entered), 8);
+	KUNIT_EXPECT_EQ(test, a->cpu_of[7], cpumask_first(cpu_online_mask));
+}
+
+static void pn_harness_abort_stops_phase(struct kunit *test)
+{
+	struct pn_run *run = pn_test_run(test);
+	struct pn_harness_arg *a;
+
+	a = kunit_kzalloc(test, sizeof(*a), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, a);
+	WRITE_ONCE(run->aborted, true);
+	/* A 300 s phase returns at once when the run is aborted. */
+	KUNIT_EXPECT_EQ(test, pn_run_threads(run, 2, PN_PIN_NONE, 300000,
+					     pn_harness_worker, a), -EINTR);
+	KUNIT_EXPECT_LT(test, run->phase_ns, 10ULL * NSEC_PER_SEC);
+}
+
+static void pn_pick_cpu_even_only_even(struct kunit *test)
+{
+	struct pn_run *run = pn_test_run(test);
+	unsigned int i;
+
+	for (i = 0; i < 16; i++) {
+		unsigned int cpu = pn_pick_cpu(run, PN_PIN_EVEN, i);
+
+		KUNIT_EXPECT_TRUE(test, cpu_online(cpu));
+		KUNIT_EXPECT_EQ(test, cpu & 1, 0U);
+		KUNIT_EXPECT_LT(test, pn_pick_cpu(run, PN_PIN_RANDOM, i), nr_cpu_ids);
+	}
+	KUNIT_EXPECT_EQ(test, pn_pick_cpu(run, PN_PIN_NONE, 0), nr_cpu_ids);
+}
+
+static void pn_bench_row_ratio(struct kunit *test)
+{
+	struct pn_run *run = pn_test_run(test);
+	char *buf = kunit_kzalloc(test, 512, GFP_KERNEL);
+
+	KUNIT_ASSERT_NOT_NULL(test, buf);
+	seq_buf_init(&run->out, buf, 512);
+	/* 3000 ops in 1 s against 1000 ops in 2 s: 6.00 times faster. */
+	pn_bench_row(run, "mine", 3000, NSEC_PER_SEC, "theirs", 1000, 2 * NSEC_PER_SEC);
+	KUNIT_EXPECT_NOT_NULL(test, strstr(buf, " 3000 "));
+	KUNIT_EXPECT_NOT_NULL(test, strstr(buf, " 500 "));
+	KUNIT_EXPECT_NOT_NULL(test, strstr(buf, "6.00\n"));
+}
+
+static struct kunit_case pn_control_cases[] = {
+	KUNIT_CASE(pn_parse_rejects_bad_lines),
+	KUNIT_CASE(pn_parse_rejects_overlong_and_binary),
+	KUNIT_CASE(pn_parse_accepts_good_lines),
+	KUNIT_CASE(pn_parse_bounds_follow_nr_cpu_ids),
+	KUNIT_CASE(pn_find_test_knows_percpu),
+	KUNIT_CASE(pn_harness_runs_pinned_workers),
+	KUNIT_CASE(pn_harness_reports_worker_error),
+	KUNIT_CASE(pn_harness_abort_stops_phase),
+	KUNIT_CASE(pn_pick_cpu_even_only_even),
+	KUNIT_CASE(pn_bench_row_ratio),
+	{}
+};
+
+static struct kunit_suite pn_control_suite = {
+	.name = "pcpu_next_control",
+	.test_cases = pn_control_cases,
+};
+
+kunit_test_suite(pn_control_suite);

@@ -1,0 +1,43 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Build (once) the debug test kernel from Debian's linux-source-6.12:
+# allnoconfig + scripts/debug.config.  The build directory is cached under
+# $CACHE/kbuild/<source version>-<config hash>, so a rerun with the same
+# source and fragment does not rebuild.  Prints the build directory.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+frag=${1:-$REPO/scripts/debug.config}
+src=$(ksrc)
+name=$(basename "$frag" .config)
+bdir="$CACHE/kbuild/$name-$(ksrc_version)-$(key_of "$frag")"
+
+if [ -e "$bdir/.built" ]; then
+	echo "$bdir"
+	exit 0
+fi
+mkdir -p "$bdir"
+log="$bdir/build.log"
+{
+	make -C "$src" O="$bdir" allnoconfig
+	"$src/scripts/kconfig/merge_config.sh" -m -O "$bdir" "$bdir/.config" "$frag"
+	make -C "$src" O="$bdir" olddefconfig
+} >"$log" 2>&1 || { tail -n 40 "$log" >&2; die "kernel config failed"; }
+
+# Every option of the fragment must have survived olddefconfig.
+missing=0
+while read -r line; do
+	case "$line" in
+	CONFIG_*=*)
+		grep -qx "$line" "$bdir/.config" || { echo "kernel.sh: $line not set" >&2; missing=1; }
+		;;
+	esac
+done <"$frag"
+[ "$missing" = 0 ] || die "config fragment $frag not satisfiable"
+
+echo "kernel.sh: building $name kernel in $bdir (log: $log)" >&2
+make -C "$src" O="$bdir" -j"$JOBS" bzImage modules_prepare >>"$log" 2>&1 ||
+	{ tail -n 40 "$log" >&2; die "kernel build failed"; }
+touch "$bdir/.built"
+echo "$bdir"
