@@ -755,6 +755,19 @@ static const struct file_operations pn_bench_fops = {
 DEFINE_SHOW_ATTRIBUTE(pn_list);
 
 /**
+ * pn_debugfs_dir() - the module's debugfs directory
+ *
+ * Components put their own files (statistics, knobs) below it.
+ *
+ * Context: After pn_control_init().
+ * Return: the dentry of /sys/kernel/debug/pcpu_next.
+ */
+struct dentry *pn_debugfs_dir(void)
+{
+	return pn_dir;
+}
+
+/**
  * pn_control_init() - create the debugfs control files
  *
  * Context: Module init.

@@ -153,6 +153,8 @@ void pn_bench_header(struct pn_run *run);
 void pn_bench_row(struct pn_run *run, const char *name, u64 ops, u64 ns,
 		  const char *base_name, u64 base_ops, u64 base_ns);
 
+struct dentry;
+struct dentry *pn_debugfs_dir(void);
 int pn_control_init(void);
 void pn_control_exit(void);
 
