@@ -48,3 +48,45 @@ key_of()
 # Where build logs and VM logs of this run go.
 OUT=${PCPU_NEXT_OUT:-$REPO/.out}
 mkdir -p "$OUT"
+
+# build_module SRC KDIR WORKDIR: build pcpu_next.ko from a copy of SRC (so
+# that builds for several kernels never share objects); W=1 must be silent.
+# Prints the path of the .ko.
+build_module()
+{
+	local src=$1 kdir=$2 work=$3 blog
+	mkdir -p "$work/src"
+	rsync -a --delete --exclude .git --exclude .out --exclude 'selftests/out' \
+		"$src"/ "$work/src"/
+	blog=$work/build.log
+	if ! make -C "$kdir" M="$work/src" CONFIG_PCPU_NEXT=m W=1 modules >"$blog" 2>&1; then
+		tail -n 40 "$blog" >&2
+		die "module build against $kdir failed"
+	fi
+	if grep -E 'warning:|error:' "$blog" >&2; then
+		die "module build against $kdir is not warning-free (W=1)"
+	fi
+	echo "$work/src/pcpu_next.ko"
+}
+
+# build_selftests SRC WORKDIR: static selftest binaries in WORKDIR/bin.
+build_selftests()
+{
+	local src=$1 work=$2
+	mkdir -p "$work/bin"
+	make -s -C "$src/selftests" OUTPUT="$work/bin" KSRC="$(ksrc)" >"$work/build.log" 2>&1 ||
+		{ tail -n 40 "$work/build.log" >&2; die "selftests build failed"; }
+}
+
+SPLAT_RE='BUG:|WARNING:|Oops|Call Trace|general protection fault|unreferenced object|kmemleak: [0-9]+ new suspected|possible recursive locking|possible circular locking|inconsistent lock state|suspicious RCU usage|sleeping function called from invalid context|UBSAN:|Kernel panic|soft lockup|hung_task|rcu: INFO|detected stall'
+
+# splats LOG: true if the console log shows a kernel splat.
+splats()
+{
+	grep -qE "$SPLAT_RE" "$1"
+}
+
+splats_show()
+{
+	grep -nE -A 12 "$SPLAT_RE" "$1" | head -n 60
+}

@@ -1,0 +1,149 @@
+# SPDX-License-Identifier: GPL-2.0
+# Guest-side helpers (busybox sh) for the pcpu_next QEMU lanes.  Every
+# outcome is printed as a "=== PN-..." marker line that scripts/summary.py
+# counts on the host.
+
+PN=/sys/kernel/debug/pcpu_next
+
+pn_result()	# PASS|FAIL name
+{
+	echo "=== PN-RESULT $1 $2"
+	[ "$1" = PASS ]
+}
+
+pn_insmod()
+{
+	echo "=== PN-INSMOD-BEGIN"
+	if insmod /pcpu_next.ko "$@"; then
+		echo "=== PN-INSMOD-END ok"
+	else
+		echo "=== PN-INSMOD-END failed"
+		pn_result FAIL insmod
+		return 1
+	fi
+}
+
+pn_rmmod()
+{
+	if rmmod pcpu_next; then pn_result PASS rmmod; else pn_result FAIL rmmod; fi
+}
+
+# KTAP of every pcpu_next KUnit suite that ran at insmod (KUNIT_DEBUGFS).
+pn_ktap()
+{
+	local d n=0
+	for d in /sys/kernel/debug/kunit/pcpu_next*; do
+		[ -d "$d" ] || continue
+		n=$((n + 1))
+		echo "=== PN-KTAP-BEGIN $(basename "$d")"
+		cat "$d/results"
+		echo "=== PN-KTAP-END"
+	done
+	[ "$n" -gt 0 ] || { pn_result FAIL kunit-suites-present; return 1; }
+}
+
+# pn_wait FILE: wait until the run started on FILE ends (bounded).
+pn_wait()
+{
+	local i=0
+	while grep -q '^RUNNING' "$PN/$1"; do
+		sleep 1
+		i=$((i + 1))
+		[ $i -lt 900 ] || { echo "run on $1 never ended"; return 1; }
+	done
+}
+
+# pn_stress "test=NAME key=value ...": one stress run, PASS/FAIL marker.
+pn_stress()
+{
+	local line name
+	name=$(echo "$1" | sed 's/^test=\([a-z0-9_]*\).*/\1/')
+	if ! echo "$1" >"$PN/stress"; then
+		pn_result FAIL "stress:$name:write"
+		return 1
+	fi
+	pn_wait stress || { pn_result FAIL "stress:$name:timeout"; return 1; }
+	line=$(tail -n 1 "$PN/stress")
+	echo "=== PN-STRESS $line"
+	case "$line" in
+	*" PASS") pn_result PASS "stress:$name" ;;
+	*) pn_result FAIL "stress:$name" ;;
+	esac
+}
+
+# pn_bench "test=NAME ...": print the table between markers.
+pn_bench()
+{
+	local name
+	name=$(echo "$1" | sed 's/^test=\([a-z0-9_]*\).*/\1/')
+	if ! echo "$1" >"$PN/bench"; then
+		pn_result FAIL "bench:$name:write"
+		return 1
+	fi
+	pn_wait bench || { pn_result FAIL "bench:$name:timeout"; return 1; }
+	echo "=== PN-BENCH-BEGIN $name"
+	cat "$PN/bench"
+	echo "=== PN-BENCH-END"
+	tail -n 1 "$PN/bench" | grep -q '^# PASS' && pn_result PASS "bench:$name" ||
+		pn_result FAIL "bench:$name"
+}
+
+pn_selftests()
+{
+	local t rc all=0
+	for t in /selftests/*; do
+		[ -x "$t" ] || continue
+		echo "=== PN-SELFTEST-BEGIN $(basename "$t")"
+		"$t"
+		rc=$?
+		echo "=== PN-SELFTEST-END rc=$rc"
+		[ $rc -eq 0 ] || all=1
+	done
+	return $all
+}
+
+# Names of the tests that have a stress (or bench) mode.
+pn_tests()	# stress|bench
+{
+	grep "$1" "$PN/list" | cut -d' ' -f1
+}
+
+pn_kmemleak_clear()
+{
+	[ -e /sys/kernel/debug/kmemleak ] && echo clear >/sys/kernel/debug/kmemleak
+}
+
+pn_kmemleak_check()
+{
+	local f=/sys/kernel/debug/kmemleak
+	[ -e "$f" ] || { echo "no kmemleak"; return 0; }
+	sleep 6
+	echo scan >$f
+	sleep 1
+	echo scan >$f
+	if [ -s $f ]; then
+		cat $f
+		pn_result FAIL kmemleak
+	else
+		pn_result PASS kmemleak
+	fi
+}
+
+# rmmod while a 60 s run is active must stop the run and unload promptly.
+pn_rmmod_during_run()
+{
+	local t0 t1
+	insmod /pcpu_next.ko || { pn_result FAIL rmmod-during-run; return 1; }
+	echo "test=${1:-percpu} seconds=60" >"$PN/stress" ||
+		{ pn_result FAIL rmmod-during-run; return 1; }
+	sleep 1
+	t0=$(date +%s)
+	if ! rmmod pcpu_next; then
+		pn_result FAIL rmmod-during-run
+		return 1
+	fi
+	t1=$(date +%s)
+	echo "rmmod during run took $((t1 - t0)) s"
+	[ $((t1 - t0)) -lt 20 ] && pn_result PASS rmmod-during-run ||
+		pn_result FAIL rmmod-during-run
+}

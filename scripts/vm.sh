@@ -1,0 +1,125 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Boot a kernel under QEMU (TCG), with pcpu_next.ko and the selftests in a
+# busybox initramfs, and run a guest script there.  Nothing is ever loaded
+# into the build machine's own kernel.
+#
+#   scripts/vm.sh [options] GUEST_SCRIPT
+#     --kernel stock|debug  Debian's kernel + headers (default) or the debug
+#                           kernel of scripts/kernel.sh
+#     --smp N               online vCPUs (default 4)
+#     --possible N          possible CPUs (default = online).  QEMU gets N
+#                           vCPUs and the kernel `maxcpus=<smp>`: it brings
+#                           only that many online at boot, but sizes every
+#                           per-CPU area for all N, as on a server whose
+#                           possible CPUs far exceed the online ones.  (The
+#                           "-smp 2,maxcpus=64" route does not work here:
+#                           Linux counts QEMU's disabled MADT entries only
+#                           under a detected hypervisor, and TCG is not one;
+#                           SeaBIOS drops MP tables above ~18 CPUs.)
+#     --timeout S           kill QEMU after S seconds (default 900)
+#     --log FILE            console log (default .out/vm-<kernel>.log)
+#     --src DIR             module source tree (default: this repository)
+#
+# Inside the guest: busybox, debugfs mounted, /pcpu_next.ko (not loaded),
+# /selftests/*, and /lib.sh with helpers (pn_insmod, pn_stress, ...).  The
+# script's exit status is reported by a marker line.  vm.sh exits non-zero
+# if the guest script failed, the guest did not finish, or the log shows a
+# kernel splat (BUG, WARNING, Oops, Call Trace, KASAN, lockdep, kmemleak).
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+kind=stock smp=4 possible="" timeout=900 log="" src="$REPO"
+while [ $# -gt 1 ]; do
+	case "$1" in
+	--kernel) kind=$2; shift 2 ;;
+	--smp) smp=$2; shift 2 ;;
+	--possible) possible=$2; shift 2 ;;
+	--timeout) timeout=$2; shift 2 ;;
+	--log) log=$2; shift 2 ;;
+	--src) src=$(cd "$2" && pwd); shift 2 ;;
+	*) die "vm.sh: unknown option $1" ;;
+	esac
+done
+[ $# -eq 1 ] || die "usage: vm.sh [options] GUEST_SCRIPT"
+guest=$1
+[ -r "$guest" ] || die "no guest script $guest"
+log=${log:-$OUT/vm-$kind.log}
+
+case "$kind" in
+stock)
+	abi=$(stock_abi)
+	kdir=/usr/src/linux-headers-$abi-amd64
+	bzimage=$CACHE/stock-$abi/vmlinuz
+	;;
+debug)
+	kdir=$("$REPO/scripts/kernel.sh")
+	bzimage=$kdir/arch/x86/boot/bzImage
+	;;
+*) die "vm.sh: --kernel stock|debug" ;;
+esac
+[ -d "$kdir" ] && [ -s "$bzimage" ] || die "kernel $kind not available: run scripts/deps.sh"
+
+work=$OUT/vm-$kind
+mod=$(build_module "$src" "$kdir" "$work/mod")
+build_selftests "$src" "$work/selftests"
+
+# initramfs
+root=$work/initramfs
+rm -rf "$root"
+mkdir -p "$root"/{bin,sbin,proc,sys,dev,tmp,selftests}
+cp /bin/busybox "$root/bin/busybox"
+cp "$mod" "$root/pcpu_next.ko"
+cp "$work"/selftests/bin/* "$root/selftests/" 2>/dev/null || true
+cp "$REPO/scripts/guest/lib.sh" "$root/lib.sh"
+cp "$guest" "$root/guest.sh"
+cat >"$root/init" <<'INIT'
+#!/bin/busybox sh
+/bin/busybox --install -s /bin
+export PATH=/bin:/sbin
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev 2>/dev/null
+mount -t debugfs debugfs /sys/kernel/debug
+mount -t tmpfs tmp /tmp
+cd /
+echo "=== PN-GUEST-START nproc=$(nproc) possible=$(cat /sys/devices/system/cpu/possible)"
+sh /guest.sh
+echo "=== PN-GUEST-EXIT rc=$?"
+sync
+reboot -f
+INIT
+chmod +x "$root/init" "$root/guest.sh"
+(cd "$root" && find . | cpio -o -H newc --quiet | gzip -1) >"$work/initrd.gz"
+
+append="console=ttyS0 loglevel=5 log_buf_len=8M panic=-1 oops=panic nokaslr"
+smparg="$smp"
+if [ -n "$possible" ] && [ "$possible" -gt "$smp" ]; then
+	smparg="$possible"
+	append="$append maxcpus=$smp"
+fi
+[ "$kind" = debug ] && append="$append kmemleak=on"
+
+echo "vm.sh: $kind kernel, -smp $smparg, guest $(basename "$guest"), log $log" >&2
+set +e
+timeout --foreground -k 10 "$timeout" qemu-system-x86_64 -accel tcg -machine pc \
+	-cpu max -m 3G -smp "$smparg" -kernel "$bzimage" -initrd "$work/initrd.gz" \
+	-append "$append" -display none -serial stdio -monitor none -no-reboot \
+	</dev/null >"$log" 2>&1
+qrc=$?
+set -e
+tr -d '\r' <"$log" >"$log.tmp" && mv "$log.tmp" "$log"
+
+rc=$(sed -n 's/^=== PN-GUEST-EXIT rc=\([0-9]*\).*/\1/p' "$log" | tail -n 1)
+if [ -z "$rc" ]; then
+	echo "vm.sh: guest did not finish (qemu rc=$qrc); last lines:" >&2
+	tail -n 30 "$log" >&2
+	exit 2
+fi
+if splats "$log"; then
+	echo "vm.sh: kernel splat in $log:" >&2
+	splats_show "$log" >&2
+	exit 3
+fi
+exit "$rc"
