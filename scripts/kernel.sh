@@ -37,7 +37,7 @@ done <"$frag"
 [ "$missing" = 0 ] || die "config fragment $frag not satisfiable"
 
 echo "kernel.sh: building $name kernel in $bdir (log: $log)" >&2
-make -C "$src" O="$bdir" -j"$JOBS" bzImage modules_prepare >>"$log" 2>&1 ||
+make -C "$src" O="$bdir" -j"$JOBS" bzImage modules >>"$log" 2>&1 ||
 	{ tail -n 40 "$log" >&2; die "kernel build failed"; }
 touch "$bdir/.built"
 echo "$bdir"

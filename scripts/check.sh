@@ -1,0 +1,67 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# make check: every test lane, then one closing line "N passed, N failed".
+#
+#   deps     scripts/deps.sh (idempotent)
+#   stock    Debian's kernel, 2 vCPUs: insmod, selftests, stress, rmmod
+#   debug    the debug kernel (KASAN, lockdep, kmemleak), 4 vCPUs: KUnit at
+#            insmod, selftests, stress, rmmod, rmmod during a run, kmemleak
+#   kunitpy  kunit.py run --arch=x86_64 with the module built in, -smp 4
+#   bench    every benchmark on Debian's kernel, 4 online CPUs, then 4
+#            online of 64 possible (ratios only; a bench passes when it ran)
+#
+# `scripts/check.sh --lane NAME` runs one lane (kselftest: the selftests
+# alone in the debug VM).  Exit status: non-zero on any failure or splat.
+set -uo pipefail
+. "$(dirname "$0")/lib.sh"
+
+lanes="stock debug kunitpy bench"
+if [ "${1:-}" = --lane ]; then
+	lanes=$2
+fi
+
+t_start=$(date +%s)
+bash "$REPO/scripts/deps.sh" || die "dependencies"
+bash "$REPO/scripts/kernel.sh" >/dev/null || die "debug kernel build"
+runs=$OUT/runs.txt
+: >"$runs"
+
+run_vm()	# lane kernel smp possible guest
+{
+	local lane=$1 kernel=$2 smp=$3 possible=$4 guest=$5 rc
+	local log=$OUT/$lane.log
+	echo "== lane $lane: $kernel kernel, $smp online / $possible possible CPUs"
+	bash "$REPO/scripts/vm.sh" --kernel "$kernel" --smp "$smp" --possible "$possible" \
+		--log "$log" "$REPO/scripts/guest/$guest"
+	rc=$?
+	grep -E '^=== PN-(RESULT|STRESS)|^(not )?ok [0-9]|^    (not )?ok [0-9]' "$log" |
+		sed 's/^/   /'
+	echo "$lane $rc vm $log" >>"$runs"
+}
+
+for lane in $lanes; do
+	case $lane in
+	stock) run_vm stock stock 2 2 stock.sh ;;
+	debug) run_vm debug debug 4 4 debug.sh ;;
+	kselftest) run_vm kselftest debug 4 4 kselftest.sh ;;
+	kunitpy)
+		echo "== lane kunitpy: kunit.py run --arch=x86_64 --qemu_args='-smp 4'"
+		bash "$REPO/scripts/kunit-lane.sh" >"$OUT/kunitpy.log" 2>&1
+		rc=$?
+		grep -E 'Testing complete|\[(PASSED|FAILED|CRASHED|SKIPPED)\]' "$OUT/kunitpy.log" |
+			sed 's/^/   /'
+		echo "kunitpy $rc kunitpy $OUT/kunitpy.log" >>"$runs"
+		;;
+	bench)
+		run_vm bench-4 stock 4 4 bench.sh
+		sed -n '/PN-BENCH-BEGIN/,/PN-BENCH-END/p' "$OUT/bench-4.log"
+		run_vm bench-4of64 stock 4 64 bench.sh
+		sed -n '/PN-BENCH-BEGIN/,/PN-BENCH-END/p' "$OUT/bench-4of64.log"
+		;;
+	*) die "unknown lane $lane" ;;
+	esac
+done
+
+echo "== wall time: $(($(date +%s) - t_start)) s"
+python3 "$REPO/scripts/summary.py" "$runs" "$(ksrc)/tools/testing/kunit/kunit.py"

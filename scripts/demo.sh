@@ -1,0 +1,24 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# make demo: boot Debian's stock kernel under QEMU (TCG), load pcpu_next,
+# run every stress and every benchmark, print their results; first with
+# 4 online CPUs, then with 4 online out of 64 possible CPUs.
+set -uo pipefail
+. "$(dirname "$0")/lib.sh"
+
+bash "$REPO/scripts/deps.sh" >/dev/null || die "dependencies"
+rc=0
+for shape in "4 4" "4 64"; do
+	set -- $shape
+	log=$OUT/demo-$1of$2.log
+	echo "== Debian $(stock_abi) kernel, QEMU TCG, $1 online / $2 possible CPUs"
+	echo "== (under an emulator only the ratio column means anything)"
+	bash "$REPO/scripts/vm.sh" --kernel stock --smp "$1" --possible "$2" \
+		--log "$log" "$REPO/scripts/guest/demo.sh" || rc=1
+	sed -n -e '/^=== PN-LIST-BEGIN/,/^=== PN-LIST-END/{/^=== /!p}' \
+		-e 's/^=== PN-STRESS //p' \
+		-e '/^=== PN-BENCH-BEGIN/,/^=== PN-BENCH-END/{/^=== /!p}' "$log"
+	echo
+done
+exit $rc
