@@ -571,9 +571,10 @@ static void pn_run_work_fn(struct work_struct *work)
 			  pn_pin_names[run->p.pin], run->p.seed);
 		ret = t->stress(run);
 	} else {
-		pn_printf(run, "# bench test=%s threads=%u ms=%u online=%u possible=%u (ratios only are meaningful under an emulator)\n",
+		pn_printf(run, "# bench test=%s threads=%u ms=%u online=%u possible=%u ",
 			  t->name, run->p.threads, run->p.duration_ms,
 			  num_online_cpus(), num_possible_cpus());
+		pn_printf(run, "(ratios only are meaningful under an emulator)\n");
 		pn_bench_header(run);
 		ret = t->bench(run);
 	}

@@ -83,9 +83,12 @@ static void pn_parse_rejects_overlong_and_binary(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, pn_parse_line(buf, 11, &p), -EINVAL);
 }
 
+static const char pn_good_line[] =
+	"test=percpu threads=3 seconds=2 size=64 batch=16 objects=10 seed=42 pin=even\n";
+
 static void pn_parse_accepts_good_lines(struct kunit *test)
 {
-	const char *l = "test=percpu threads=3 seconds=2 size=64 batch=16 objects=10 seed=42 pin=even\n";
+	const char *l = pn_good_line;
 	struct pn_params p;
 
 	KUNIT_ASSERT_EQ(test, pn_parse_line(l, strlen(l), &p), 0);

@@ -12,11 +12,10 @@
 #include "kselftest_harness.h"
 #include "pn_util.h"
 
-#define REQUIRE_MODULE()						\
-	do {								\
-		if (access(PN_DIR "/stress", F_OK))			\
-			SKIP(return, "pcpu_next not loaded");		\
-	} while (0)
+static int module_missing(void)
+{
+	return access(PN_DIR "/stress", F_OK) != 0;
+}
 
 struct bad_line {
 	const char *what;
@@ -54,8 +53,9 @@ TEST(rejects_bad_lines)
 {
 	unsigned int i;
 
-	REQUIRE_MODULE();
-	for (i = 0; i < sizeof(bad_lines) / sizeof(bad_lines[0]); i++) {
+	if (module_missing())
+		SKIP(return, "pcpu_next not loaded");
+	for (i = 0; i < ARRAY_SIZE(bad_lines); i++) {
 		const struct bad_line *b = &bad_lines[i];
 
 		EXPECT_EQ(-b->err, pn_write_str("stress", b->line))
@@ -70,7 +70,8 @@ TEST(rejects_too_many_threads)
 	char line[64];
 	int nr = pn_nr_cpu_ids();
 
-	REQUIRE_MODULE();
+	if (module_missing())
+		SKIP(return, "pcpu_next not loaded");
 	ASSERT_GT(nr, 0);
 	snprintf(line, sizeof(line), "test=percpu threads=%d\n", 4 * nr + 1);
 	EXPECT_EQ(-ERANGE, pn_write_str("stress", line));
@@ -80,7 +81,8 @@ TEST(rejects_overlong_and_binary)
 {
 	char line[1024];
 
-	REQUIRE_MODULE();
+	if (module_missing())
+		SKIP(return, "pcpu_next not loaded");
 	memset(line, 'x', sizeof(line));
 	memcpy(line, "test=percpu seed=", 17);
 	EXPECT_EQ(-E2BIG, pn_write("stress", line, 256));
@@ -93,7 +95,8 @@ TEST(rejects_offset_write)
 {
 	int fd;
 
-	REQUIRE_MODULE();
+	if (module_missing())
+		SKIP(return, "pcpu_next not loaded");
 	fd = open(PN_DIR "/stress", O_WRONLY);
 	ASSERT_GE(fd, 0);
 	/* A line must come whole in one write at offset 0. */
@@ -106,7 +109,8 @@ TEST(good_line_runs_and_second_writer_is_busy)
 {
 	char buf[8192], *last;
 
-	REQUIRE_MODULE();
+	if (module_missing())
+		SKIP(return, "pcpu_next not loaded");
 	ASSERT_EQ(0, pn_wait_idle("stress", 60));
 	ASSERT_EQ(0, pn_write_str("stress", "test=percpu threads=2 ms=1500 seed=7\n"));
 	/* One run at a time, across both files. */
@@ -129,7 +133,8 @@ TEST(bench_prints_table_with_ratio)
 {
 	char buf[8192];
 
-	REQUIRE_MODULE();
+	if (module_missing())
+		SKIP(return, "pcpu_next not loaded");
 	ASSERT_EQ(0, pn_wait_idle("bench", 60));
 	ASSERT_EQ(0, pn_write_str("bench", "test=percpu threads=1 ms=200\n"));
 	ASSERT_EQ(0, pn_wait_idle("bench", 60));
@@ -144,7 +149,8 @@ TEST(list_names_every_test)
 {
 	char buf[4096];
 
-	REQUIRE_MODULE();
+	if (module_missing())
+		SKIP(return, "pcpu_next not loaded");
 	ASSERT_GT(pn_read("list", buf, sizeof(buf)), 0);
 	EXPECT_EQ(0, strncmp(buf, "percpu ", 7)) TH_LOG("%s", buf);
 }
@@ -155,7 +161,8 @@ TEST(files_are_root_only)
 	struct stat st;
 	unsigned int i;
 
-	REQUIRE_MODULE();
+	if (module_missing())
+		SKIP(return, "pcpu_next not loaded");
 	for (i = 0; i < 3; i++) {
 		char path[128];
 
@@ -173,7 +180,8 @@ TEST(no_kernel_pointers_in_output)
 	regex_t re;
 	unsigned int i;
 
-	REQUIRE_MODULE();
+	if (module_missing())
+		SKIP(return, "pcpu_next not loaded");
 	ASSERT_EQ(0, regcomp(&re, "ffff[0-9a-f]{12}", REG_EXTENDED | REG_ICASE));
 	for (i = 0; i < 3; i++) {
 		ASSERT_GE(pn_read(files[i], buf, sizeof(buf)), 0);

@@ -6,6 +6,7 @@
 #ifndef _PCPU_NEXT_INTERNAL_H
 #define _PCPU_NEXT_INTERNAL_H
 
+#include <linux/bits.h>
 #include <linux/types.h>
 #include <linux/seq_buf.h>
 #include <linux/wait.h>
@@ -15,8 +16,8 @@
 #define PN_NAME_MAX		24	/* longest test name, with NUL */
 #define PN_MAX_DURATION_MS	(300U * 1000U)
 #define PN_MAX_SIZE		(32U * 1024U)	/* __alloc_percpu_gfp limit */
-#define PN_MAX_BATCH		(1U << 20)
-#define PN_MAX_OBJECTS		(1U << 20)
+#define PN_MAX_BATCH		BIT(20)
+#define PN_MAX_OBJECTS		BIT(20)
 
 /* How worker kthreads are placed on CPUs. */
 enum pn_pin {
