@@ -398,6 +398,7 @@ struct pn_worker {
 	pn_thread_fn fn;
 	void *arg;
 	unsigned int idx;
+	atomic_t *ready;
 	atomic_t *done;
 	struct task_struct *task;
 };
@@ -408,6 +409,8 @@ static int pn_worker_main(void *data)
 	struct pn_run *run = w->run;
 	int ret;
 
+	atomic_inc(w->ready);
+	wake_up(&run->wq);
 	while (!READ_ONCE(run->go) && !pn_should_stop(run))
 		schedule_timeout_uninterruptible(1);
 	ret = w->fn(run, w->idx, w->arg);
@@ -434,9 +437,10 @@ static int pn_worker_main(void *data)
  * @fn: worker body
  * @arg: passed to @fn
  *
- * All workers are created first and then released together, so that
- * measured phases start at the same moment; run->phase_ns holds the wall
- * time between release and the stop signal (or the last return).
+ * All workers are created first, and released together once every one of
+ * them is running, so that measured phases start at the same moment;
+ * run->phase_ns holds the wall time between release and the stop signal
+ * (or the last return).
  *
  * Context: Process context, may sleep.
  * Return: 0, -EINTR if the run was aborted, -ENOMEM, or the first
@@ -447,7 +451,7 @@ int pn_run_threads(struct pn_run *run, unsigned int nr, enum pn_pin pin,
 {
 	struct pn_worker *w;
 	unsigned int i, started = 0;
-	atomic_t done = ATOMIC_INIT(0);
+	atomic_t ready = ATOMIC_INIT(0), done = ATOMIC_INIT(0);
 	unsigned long timeout;
 	u64 t0;
 	int ret = 0, r;
@@ -466,6 +470,7 @@ int pn_run_threads(struct pn_run *run, unsigned int nr, enum pn_pin pin,
 		w[i].fn = fn;
 		w[i].arg = arg;
 		w[i].idx = i;
+		w[i].ready = &ready;
 		w[i].done = &done;
 		t = kthread_create(pn_worker_main, &w[i], "pcpu_next/%u", i);
 		if (IS_ERR(t)) {
@@ -480,6 +485,12 @@ int pn_run_threads(struct pn_run *run, unsigned int nr, enum pn_pin pin,
 		started++;
 	}
 
+	/*
+	 * Every worker must have entered its body before the clock starts:
+	 * on a loaded machine a phase could otherwise end before a worker
+	 * ever ran (and kthread_stop() would report -EINTR for it).
+	 */
+	wait_event(run->wq, pn_aborted(run) || atomic_read(&ready) == started);
 	t0 = ktime_get_ns();
 	WRITE_ONCE(run->go, true);
 	timeout = duration_ms ? msecs_to_jiffies(duration_ms) : MAX_SCHEDULE_TIMEOUT;
