@@ -25,8 +25,8 @@
  * Invariants:
  *  - At most one run exists at a time (pn_ctl.running under pn_ctl_lock);
  *    a second writer gets -EBUSY, never a queued run.
- *  - The writer never waits for the run: the module holds no reference on
- *    itself for it, so rmmod during a run is possible.  pn_control_stop()
+ *  - The writer never waits for the run and the run holds no reference on
+ *    the module, so rmmod during a run is possible.  pn_control_stop()
  *    first removes the control files (debugfs waits for callers already
  *    inside a file operation), then sets run->aborted and destroys the
  *    workqueue: every wait in a run is bounded by pn_should_stop(), so the
@@ -746,11 +746,13 @@ static ssize_t pn_bench_write(struct file *file, const char __user *buf,
 }
 
 /*
- * No .owner: an open file must not pin the module, so that rmmod can stop
- * a run.  debugfs_remove() in pn_control_stop() waits for operations in
- * progress and makes later ones fail with -EIO.
+ * .owner pins the module while a control file is open: debugfs calls the
+ * release op through these (module) structures even after the file was
+ * removed.  A run does not keep the file open, so rmmod during a run works;
+ * debugfs_remove() in pn_control_stop() waits for operations in progress.
  */
 static const struct file_operations pn_stress_fops = {
+	.owner = THIS_MODULE,
 	.open = pn_stress_open,
 	.read = seq_read,
 	.write = pn_stress_write,
@@ -759,6 +761,7 @@ static const struct file_operations pn_stress_fops = {
 };
 
 static const struct file_operations pn_bench_fops = {
+	.owner = THIS_MODULE,
 	.open = pn_bench_open,
 	.read = seq_read,
 	.write = pn_bench_write,
