@@ -785,7 +785,11 @@ struct dentry *pn_debugfs_dir(void)
 }
 
 /**
- * pn_control_init() - create the debugfs control files
+ * pn_control_init() - create the workqueue and the debugfs directory
+ *
+ * Components may put their own files below pn_debugfs_dir() after this;
+ * the control files themselves appear only with pn_control_start(), once
+ * every component is ready to be run.
  *
  * Context: Module init.
  * Return: 0 or -ENOMEM.
@@ -796,10 +800,19 @@ int pn_control_init(void)
 	if (!pn_wq)
 		return -ENOMEM;
 	pn_dir = debugfs_create_dir("pcpu_next", NULL);
+	return 0;
+}
+
+/**
+ * pn_control_start() - create the control files: runs may start from now
+ *
+ * Context: Module init, after every component's init.
+ */
+void pn_control_start(void)
+{
 	pn_files[0] = debugfs_create_file("list", 0400, pn_dir, NULL, &pn_list_fops);
 	pn_files[1] = debugfs_create_file("stress", 0600, pn_dir, NULL, &pn_stress_fops);
 	pn_files[2] = debugfs_create_file("bench", 0600, pn_dir, NULL, &pn_bench_fops);
-	return 0;
 }
 
 /**
@@ -826,6 +839,7 @@ void pn_control_stop(void)
 	}
 	mutex_unlock(&pn_ctl_lock);
 	destroy_workqueue(pn_wq);	/* drains the run */
+	pn_wq = NULL;
 }
 
 /**
@@ -837,6 +851,8 @@ void pn_control_exit(void)
 {
 	unsigned int i;
 
+	if (pn_wq)		/* init failed before pn_control_start() */
+		destroy_workqueue(pn_wq);
 	debugfs_remove(pn_dir);
 	for (i = 0; i < PN_STRESS_HISTORY; i++)
 		kfree(pn_ctl.stress_hist[i]);
