@@ -11,14 +11,15 @@
  *
  * Shape, for 8 CPU ids (order 3, arity orders {2, 1}), batch B:
  *
- *   level 0   cpu0  cpu1  cpu2  cpu3  cpu4  cpu5  cpu6  cpu7   per-CPU, exact
- *               \     \     \     \   /     /     /     /
- *                \     +-----\-----\-+-----/-----+     /      cpu & (2 - 1)
- *                 \           \     \ \   /           /
- *   level 1       item[0] <- cpus 0,2,4,6   item[1] <- cpus 1,3,5,7
- *                 carries in multiples of B, out of 4B
- *                        \                 /
- *   root                      item[2]               approximate sum
+ *   level 0:  cpu0 cpu1 cpu2 cpu3 cpu4 cpu5 cpu6 cpu7     per-CPU, exact
+ *               |    |    |    |    |    |    |    |
+ *             [cpus 0,2,4,6]       [cpus 1,3,5,7]       item = cpu & (2 - 1)
+ *                    |                    |
+ *   level 1:      item[0]              item[1]          in: multiples of B
+ *                    |                    |             out: multiples of 4B
+ *                    +---------+----------+
+ *                              |
+ *   root:                   item[2]                     the approximate sum
  *
  * A level-l item (level 0 being the per-CPU counters) is chosen by the
  * low bits of the CPU number: item[cpu & (nr_items_at_level - 1)].  Low
