@@ -4,9 +4,9 @@
  * control plane's own test "percpu".
  *
  *   module_init                     module_exit
- *     pn_control_init()               pn_control_stop()   (aborts a run)
+ *     pn_control_init()   (dir)       pn_control_stop()   (files; aborts a run)
  *     <component>_init() ...          ... <component>_exit()
- *                                     pn_control_exit()   (debugfs dir)
+ *     pn_control_start()  (files)     pn_control_exit()   (dir)
  *
  * The "percpu" test exercises the control plane itself on the kernel's
  * own per-CPU memory: worker kthreads, placed as pin= says, increment one
@@ -139,6 +139,7 @@ static int __init pcpu_next_init(void)
 	ret = pn_control_init();
 	if (ret)
 		return ret;
+	pn_control_start();
 	pr_info("loaded: %u possible CPUs, %u online\n",
 		num_possible_cpus(), num_online_cpus());
 	return 0;
