@@ -25,6 +25,7 @@
 #include <linux/slab.h>
 
 #include <pcpu_next/internal.h>
+#include <pcpu_next/pcpu_alloc.h>
 
 struct pn_percpu_arg {
 	u64 __percpu *ctr;
@@ -132,14 +133,22 @@ static int __init pcpu_next_init(void)
 	ret = pn_control_init();
 	if (ret)
 		return ret;
+	ret = pn_alloc_init();
+	if (ret)
+		goto control_exit;
 	pr_info("loaded: %u possible CPUs, %u online\n",
 		num_possible_cpus(), num_online_cpus());
 	return 0;
+
+control_exit:
+	pn_control_exit();
+	return ret;
 }
 
 static void __exit pcpu_next_exit(void)
 {
 	pn_control_exit();
+	pn_alloc_exit();
 }
 
 module_init(pcpu_next_init);
