@@ -120,12 +120,15 @@
 #include <pcpu_next/internal.h>
 #include <pcpu_next/pcpu_alloc.h>
 
+#define CREATE_TRACE_POINTS
+#include <pcpu_next/trace_pcpu_alloc.h>
+
 #define PN_CHUNK_TARGET		8192U	/* bytes per CPU a chunk aims for */
 #define PN_CHUNK_MAX_OBJS	1024U
-#define PN_DEPOT_MAX		16U	/* full magazines kept in a depot */
+#define PN_DEPOT_MAX		256U	/* full magazines kept in a depot */
 #define PN_POISON		0x6b
 #define PN_LEAKS_LISTED		16U
-#define PN_FAIL_MAX		(1U << 20)
+#define PN_FAIL_MAX		BIT(20)
 
 static bool pn_alloc_debug;
 module_param_named(alloc_debug, pn_alloc_debug, bool, 0444);
@@ -168,6 +171,7 @@ struct pn_cache {
 	unsigned int nr_objs;		/* objects per chunk */
 	unsigned int chunk_bytes;	/* nr_objs * size */
 	unsigned int mag_cap;
+	bool sized;			/* a size class of the sized API */
 	pn_ctor_t ctor;
 	pn_dtor_t dtor;
 	void *priv;
@@ -335,7 +339,7 @@ static void pn_depot_flush_all(struct pn_cache *c)
 	}
 }
 
-/* ---- chunk creation and release (no spinlock held) ----------------------- */
+/* ---- chunk creation and release (no spinlock held) ---------------------- */
 
 static bool pn_should_fail_chunk(void)
 {
@@ -390,6 +394,7 @@ static struct pn_chunk *pn_chunk_create(struct pn_cache *c, gfp_t gfp)
 	if (mtree_insert_range(&pn_chunk_tree, pn_addr(ch->base),
 			       pn_addr(ch->base) + c->chunk_bytes - 1, ch, gfp))
 		goto destruct;
+	trace_pn_chunk_create(c->name, c->chunk_bytes, c->nr_objs, 0);
 	return ch;
 
 destruct:
@@ -400,6 +405,7 @@ free_meta:
 	pn_chunk_free_meta(ch);
 fail:
 	atomic_long_inc(&c->chunk_fails);
+	trace_pn_chunk_create(c->name, c->chunk_bytes, c->nr_objs, -ENOMEM);
 	return NULL;
 }
 
@@ -413,6 +419,7 @@ static void pn_chunk_release(struct pn_cache *c, struct pn_chunk *ch)
 			c->dtor(pn_obj(c, ch, i), c->priv);
 	mtree_erase(&pn_chunk_tree, pn_addr(ch->base));
 	free_percpu(ch->base);
+	trace_pn_chunk_release(c->name, c->chunk_bytes, c->nr_objs);
 	call_rcu(&ch->rcu, pn_chunk_free_rcu);
 }
 
@@ -465,7 +472,7 @@ static int pn_grow(struct pn_cache *c, gfp_t gfp)
 	return 0;
 }
 
-/* ---- magazine layer -------------------------------------------------------- */
+/* ---- magazine layer ----------------------------------------------------- */
 
 /* Both locks held; loaded is NULL or empty, prev is NULL or empty. */
 static void __percpu *pn_depot_alloc(struct pn_cache *c,
@@ -480,6 +487,7 @@ static void __percpu *pn_depot_alloc(struct pn_cache *c,
 		list_del(&m->list);
 		c->nr_full_mags--;
 		c->depot_refills++;
+		trace_pn_depot_refill(c->name, c->nr_full_mags);
 		if (cc->prev) {
 			list_add(&cc->prev->list, &c->empty_mags);
 			c->nr_empty_mags++;
@@ -557,6 +565,7 @@ static bool pn_depot_free(struct pn_cache *c, struct pn_cpu_cache *cc,
 			list_add(&cc->prev->list, &c->full_mags);
 			c->nr_full_mags++;
 			c->depot_flushes++;
+			trace_pn_depot_flush(c->name, c->nr_full_mags);
 		}
 		cc->prev = cc->loaded;
 		cc->loaded = NULL;
@@ -614,7 +623,7 @@ hit:
 	local_unlock_irqrestore(&c->cpu->lock, flags);
 }
 
-/* ---- debug mode ---------------------------------------------------------------- */
+/* ---- debug mode --------------------------------------------------------- */
 
 static bool pn_poison_intact(struct pn_cache *c, void __percpu *obj)
 {
@@ -686,7 +695,7 @@ static void pn_debug_free(struct pn_cache *c, void __percpu *obj)
 	this_cpu_inc(c->cpu->frees);
 }
 
-/* ---- cache API ------------------------------------------------------------------- */
+/* ---- cache API ---------------------------------------------------------- */
 
 static void pn_zero(void __percpu *obj, size_t bytes)
 {
@@ -722,8 +731,9 @@ static void __percpu *__pn_cache_alloc(struct pn_cache *c, gfp_t gfp,
  *	 already holds
  *
  * The object is constructed if the cache has a constructor, zeroed on
- * every possible CPU if it was created with PN_CACHE_ZERO, and otherwise
- * holds whatever its previous user left in it.
+ * every possible CPU if the cache was created with PN_CACHE_ZERO (or
+ * @gfp has __GFP_ZERO and there is no constructor), and otherwise holds
+ * whatever its previous user left in it.
  *
  * Context: Any context if @gfp does not allow blocking (not NMI); process
  * context otherwise.
@@ -732,9 +742,10 @@ static void __percpu *__pn_cache_alloc(struct pn_cache *c, gfp_t gfp,
  */
 void __percpu *pn_cache_alloc(struct pn_cache *cache, gfp_t gfp)
 {
-	return __pn_cache_alloc(cache, gfp,
-				cache->flags & PN_CACHE_ZERO ? cache->size : 0,
-				_RET_IP_);
+	bool zero = (cache->flags & PN_CACHE_ZERO) ||
+		    (!cache->ctor && (gfp & __GFP_ZERO));
+
+	return __pn_cache_alloc(cache, gfp, zero ? cache->size : 0, _RET_IP_);
 }
 EXPORT_SYMBOL_GPL(pn_cache_alloc);
 
@@ -772,8 +783,10 @@ static unsigned long pn_cache_reclaim(struct pn_cache *c, unsigned long nr)
 	pn_depot_flush_all(c);
 	list_splice_init(&c->empty_mags, &mags);
 	c->nr_empty_mags = 0;
-	while (freed < nr && (ch = list_first_entry_or_null(&c->chunks_free,
-							      struct pn_chunk, list))) {
+	while (freed < nr) {
+		ch = list_first_entry_or_null(&c->chunks_free, struct pn_chunk, list);
+		if (!ch)
+			break;
 		list_move(&ch->list, &chunks);
 		ch->dead = true;
 		c->nr_free_chunks--;
@@ -994,6 +1007,26 @@ unsigned long pn_cache_destroy(struct pn_cache *cache)
 }
 EXPORT_SYMBOL_GPL(pn_cache_destroy);
 
+/*
+ * Objects in one CPU's magazines.  cache->lock keeps both magazines from
+ * leaving the CPU (and so from being freed); the CPU may still move objects
+ * in and out, so this is a snapshot, exact when the CPU is quiet or dead.
+ */
+static unsigned int pn_cpu_cached(struct pn_cache *c, struct pn_cpu_cache *cc)
+{
+	unsigned int n = 0;
+	struct pn_mag *m;
+
+	lockdep_assert_held(&c->lock);
+	m = READ_ONCE(cc->loaded);
+	if (m)
+		n += READ_ONCE(m->nr);
+	m = READ_ONCE(cc->prev);
+	if (m)
+		n += READ_ONCE(m->nr);
+	return n;
+}
+
 /**
  * pn_cache_get_stats() - snapshot a cache's counters
  * @cache: the cache
@@ -1008,7 +1041,6 @@ void pn_cache_get_stats(struct pn_cache *cache, struct pn_cache_stats *st)
 {
 	struct pn_cache *c = cache;
 	struct pn_cpu_cache *cc;
-	struct pn_mag *m;
 	unsigned long flags;
 	unsigned int cpu;
 
@@ -1016,16 +1048,12 @@ void pn_cache_get_stats(struct pn_cache *cache, struct pn_cache_stats *st)
 	spin_lock_irqsave(&c->lock, flags);
 	for_each_possible_cpu(cpu) {
 		cc = per_cpu_ptr(c->cpu, cpu);
-		st->allocs += data_race(cc->allocs);
-		st->frees += data_race(cc->frees);
-		st->mag_hits += data_race(cc->hits);
-		st->mag_misses += data_race(cc->misses);
-		m = data_race(cc->loaded);
-		if (m)
-			st->cpu_cached += data_race(m->nr);
-		m = data_race(cc->prev);
-		if (m)
-			st->cpu_cached += data_race(m->nr);
+		/* Racy snapshot of counters the CPU owns. */
+		st->allocs += READ_ONCE(cc->allocs);
+		st->frees += READ_ONCE(cc->frees);
+		st->mag_hits += READ_ONCE(cc->hits);
+		st->mag_misses += READ_ONCE(cc->misses);
+		st->cpu_cached += pn_cpu_cached(c, cc);
 	}
 	st->depot_refills = c->depot_refills;
 	st->depot_flushes = c->depot_flushes;
@@ -1048,7 +1076,7 @@ void pn_cache_get_stats(struct pn_cache *cache, struct pn_cache_stats *st)
 }
 EXPORT_SYMBOL_GPL(pn_cache_get_stats);
 
-/* ---- sized API --------------------------------------------------------------------- */
+/* ---- sized API ---------------------------------------------------------- */
 
 static struct pn_cache *pn_size_class(size_t size, size_t align)
 {
@@ -1110,7 +1138,8 @@ EXPORT_SYMBOL_GPL(pn_cache_of);
  * @ptr: from pn_alloc_percpu_gfp(), or NULL
  *
  * Finds the size class from the pointer (one lockless tree lookup).  A
- * pointer that pcpu_next did not allocate is reported and ignored.
+ * pointer that is not from a size class (not pcpu_next memory, or an
+ * object of a cache of pn_cache_create()) is reported and ignored.
  *
  * Context: Any context but NMI.
  */
@@ -1121,15 +1150,16 @@ void pn_free_percpu(void __percpu *ptr)
 	if (!ptr)
 		return;
 	c = pn_cache_of(ptr);
-	if (unlikely(!c)) {
-		pr_err_ratelimited("free of a pointer that pcpu_next did not allocate\n");
+	if (unlikely(!c || !c->sized)) {
+		pr_err_ratelimited("%s() of a pointer that pn_alloc_percpu_gfp() did not return\n",
+				   __func__);
 		return;
 	}
 	pn_cache_free(c, ptr);
 }
 EXPORT_SYMBOL_GPL(pn_free_percpu);
 
-/* ---- reclaim, hotplug, test hooks ----------------------------------------- */
+/* ---- reclaim, hotplug, test hooks --------------------------------------- */
 
 static unsigned long pn_cache_reclaimable(struct pn_cache *c)
 {
@@ -1217,18 +1247,11 @@ static int pn_cpu_dead(unsigned int cpu, struct hlist_node *node)
 /* Objects held in @cpu's magazines, for the KUnit suite. */
 unsigned int pn_cache_cpu_objects(struct pn_cache *cache, unsigned int cpu)
 {
-	struct pn_cpu_cache *cc = per_cpu_ptr(cache->cpu, cpu);
-	unsigned int n = 0;
 	unsigned long flags;
-	struct pn_mag *m;
+	unsigned int n;
 
 	spin_lock_irqsave(&cache->lock, flags);
-	m = data_race(cc->loaded);
-	if (m)
-		n += data_race(m->nr);
-	m = data_race(cc->prev);
-	if (m)
-		n += data_race(m->nr);
+	n = pn_cpu_cached(cache, per_cpu_ptr(cache->cpu, cpu));
 	spin_unlock_irqrestore(&cache->lock, flags);
 	return n;
 }
@@ -1244,7 +1267,7 @@ void pn_alloc_inject_chunk_failures(unsigned int n)
 	atomic_set(&pn_fail_next, n);
 }
 
-/* ---- debugfs ------------------------------------------------------------------------ */
+/* ---- debugfs ------------------------------------------------------------ */
 
 static int pn_stats_show(struct seq_file *m, void *v)
 {
@@ -1308,7 +1331,7 @@ static const struct file_operations pn_fail_fops = {
 	.release = single_release,
 };
 
-/* ---- module init/exit --------------------------------------------------------------- */
+/* ---- module init/exit --------------------------------------------------- */
 
 static void pn_destroy_size_caches(void)
 {
@@ -1358,6 +1381,7 @@ int pn_alloc_init(void)
 			ret = PTR_ERR(c);
 			goto free_caches;
 		}
+		c->sized = true;
 		pn_size_caches[i] = c;
 	}
 	shrinker_register(pn_shrinker);
@@ -1395,7 +1419,7 @@ void pn_alloc_exit(void)
 	mtree_destroy(&pn_chunk_tree);
 }
 
-/* ---- stress and bench (test=alloc) ----------------------------------------------- */
+/* ---- stress and bench (test=alloc) -------------------------------------- */
 
 /*
  * Stress: workers share an array of slots.  A worker picks a random slot;

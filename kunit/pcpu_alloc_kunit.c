@@ -21,6 +21,7 @@
 #include <linux/workqueue.h>
 
 #include <pcpu_next/pcpu_alloc.h>
+#include <pcpu_next/trace_pcpu_alloc.h>
 
 #define PN_PATTERN	0x5eedf00dULL
 
@@ -65,11 +66,15 @@ static void pn_unpin_self(void)
 	set_cpus_allowed_ptr(current, cpu_possible_mask);
 }
 
-/* ---- genuine per-CPU memory ---------------------------------------------- */
+/* ---- genuine per-CPU memory --------------------------------------------- */
+
+struct pn_pcpu_arg {
+	u64 __percpu *p;
+};
 
 static long pn_write_local(void *arg)
 {
-	u64 __percpu *p = arg;
+	u64 __percpu *p = ((struct pn_pcpu_arg *)arg)->p;
 
 	this_cpu_write(p[0], PN_PATTERN + raw_smp_processor_id());
 	this_cpu_add(p[1], 7);
@@ -78,15 +83,17 @@ static long pn_write_local(void *arg)
 
 static void pn_test_percpu_semantics(struct kunit *test)
 {
+	struct pn_pcpu_arg arg;
 	u64 __percpu *p;
 	unsigned int cpu;
 
 	p = pn_alloc_percpu_gfp(2 * sizeof(u64), sizeof(u64), GFP_KERNEL);
-	KUNIT_ASSERT_NOT_NULL(test, p);
+	arg.p = p;
+	KUNIT_ASSERT_NE(test, pn_kaddr(p), 0UL);
 
 	cpus_read_lock();
 	for_each_online_cpu(cpu)
-		KUNIT_EXPECT_EQ(test, work_on_cpu(cpu, pn_write_local, p), 0);
+		KUNIT_EXPECT_EQ(test, work_on_cpu(cpu, pn_write_local, &arg), 0);
 	for_each_possible_cpu(cpu) {
 		bool online = cpu_online(cpu);
 
@@ -103,7 +110,7 @@ static void pn_kunit_dtor(void __percpu *obj, void *priv)
 {
 }
 
-/* ---- alignment -------------------------------------------------------------- */
+/* ---- alignment ---------------------------------------------------------- */
 
 static void pn_test_alignment(struct kunit *test)
 {
@@ -117,15 +124,16 @@ static void pn_test_alignment(struct kunit *test)
 		for (i = 0; i < ARRAY_SIZE(sizes); i++) {
 			for (k = 0; k < 2; k++) {
 				p[k] = pn_alloc_percpu_gfp(sizes[i], align, GFP_KERNEL);
-				KUNIT_ASSERT_NOT_NULL(test, p[k]);
+				KUNIT_ASSERT_NE(test, pn_kaddr(p[k]), 0UL);
 				KUNIT_EXPECT_TRUE_MSG(test, IS_ALIGNED(pn_kaddr(p[k]), align),
 						      "size %zu align %zu", sizes[i], align);
-				for_each_possible_cpu(cpu)
-					KUNIT_EXPECT_TRUE(test,
-						IS_ALIGNED((unsigned long)per_cpu_ptr(p[k], cpu),
-							   align));
+				for_each_possible_cpu(cpu) {
+					unsigned long a = (unsigned long)per_cpu_ptr(p[k], cpu);
+
+					KUNIT_EXPECT_TRUE(test, IS_ALIGNED(a, align));
+				}
 			}
-			KUNIT_EXPECT_PTR_NE(test, p[0], p[1]);
+			KUNIT_EXPECT_NE(test, pn_kaddr(p[0]), pn_kaddr(p[1]));
 			pn_free_percpu(p[0]);
 			pn_free_percpu(p[1]);
 		}
@@ -135,7 +143,7 @@ static void pn_test_alignment(struct kunit *test)
 		size_t sz = 8U << i;
 
 		p[0] = pn_alloc_percpu_gfp(sz, 1, GFP_KERNEL);
-		KUNIT_ASSERT_NOT_NULL(test, p[0]);
+		KUNIT_ASSERT_NE(test, pn_kaddr(p[0]), 0UL);
 		KUNIT_EXPECT_TRUE(test, IS_ALIGNED(pn_kaddr(p[0]),
 						   min_t(size_t, sz, PAGE_SIZE)));
 		pn_free_percpu(p[0]);
@@ -148,7 +156,7 @@ static void pn_test_alignment(struct kunit *test)
 		KUNIT_ASSERT_NOT_ERR_OR_NULL(test, c);
 		for (k = 0; k < 2; k++) {
 			p[k] = pn_cache_alloc(c, GFP_KERNEL);
-			KUNIT_ASSERT_NOT_NULL(test, p[k]);
+			KUNIT_ASSERT_NE(test, pn_kaddr(p[k]), 0UL);
 			KUNIT_EXPECT_TRUE(test, IS_ALIGNED(pn_kaddr(p[k]), 16));
 		}
 		KUNIT_EXPECT_GE(test, abs_diff(pn_kaddr(p[0]), pn_kaddr(p[1])), 32UL);
@@ -157,17 +165,18 @@ static void pn_test_alignment(struct kunit *test)
 		KUNIT_EXPECT_EQ(test, pn_cache_destroy(c), 0UL);
 	}
 	/* Bad arguments fail cleanly. */
-	KUNIT_EXPECT_NULL(test, pn_alloc_percpu_gfp(0, 8, GFP_KERNEL));
-	KUNIT_EXPECT_NULL(test, pn_alloc_percpu_gfp(PN_ALLOC_MAX_SIZE + 1, 8, GFP_KERNEL));
-	KUNIT_EXPECT_NULL(test, pn_alloc_percpu_gfp(8, 3, GFP_KERNEL));
-	KUNIT_EXPECT_NULL(test, pn_alloc_percpu_gfp(8, 2 * PAGE_SIZE, GFP_KERNEL));
-	KUNIT_EXPECT_TRUE(test, IS_ERR(pn_cache_create("x", 8, 0, 0, NULL,
-						      pn_kunit_dtor, NULL)));
+	KUNIT_EXPECT_EQ(test, pn_kaddr(pn_alloc_percpu_gfp(0, 8, GFP_KERNEL)), 0UL);
+	KUNIT_EXPECT_EQ(test, pn_kaddr(pn_alloc_percpu_gfp(PN_ALLOC_MAX_SIZE + 1, 8,
+							   GFP_KERNEL)), 0UL);
+	KUNIT_EXPECT_EQ(test, pn_kaddr(pn_alloc_percpu_gfp(8, 3, GFP_KERNEL)), 0UL);
+	KUNIT_EXPECT_EQ(test, pn_kaddr(pn_alloc_percpu_gfp(8, 2 * PAGE_SIZE, GFP_KERNEL)), 0UL);
+	KUNIT_EXPECT_TRUE(test, IS_ERR(pn_cache_create("x", 8, 0, 0, NULL, pn_kunit_dtor,
+						       NULL)));
 	KUNIT_EXPECT_TRUE(test, IS_ERR(pn_cache_create("x", 0, 0, 0, NULL, NULL, NULL)));
 	KUNIT_EXPECT_TRUE(test, IS_ERR(pn_cache_create("x", 8, 0, 0x100, NULL, NULL, NULL)));
 }
 
-/* ---- zeroing ------------------------------------------------------------------- */
+/* ---- zeroing ------------------------------------------------------------ */
 
 #define PN_ZERO_N	64
 
@@ -186,7 +195,7 @@ static void pn_test_zeroing(struct kunit *test)
 	for (round = 0; round < 3; round++) {
 		for (i = 0; i < PN_ZERO_N; i++) {
 			p[i] = pn_alloc_percpu_gfp(size, 8, GFP_KERNEL);
-			KUNIT_ASSERT_NOT_NULL(test, p[i]);
+			KUNIT_ASSERT_NE(test, pn_kaddr(p[i]), 0UL);
 			KUNIT_EXPECT_TRUE_MSG(test, pn_all_bytes(p[i], size, 0),
 					      "round %u object %u not zero", round, i);
 			for (j = 0; j < PN_ZERO_N; j++)
@@ -205,7 +214,7 @@ static void pn_test_zeroing(struct kunit *test)
 	KUNIT_EXPECT_GT(test, reused, 0U);
 }
 
-/* ---- constructor / destructor -------------------------------------------------- */
+/* ---- constructor / destructor ------------------------------------------- */
 
 struct pn_ctor_state {
 	atomic_t ctor;
@@ -221,8 +230,11 @@ static int pn_ctor(void __percpu *obj, void *priv)
 
 	if (s->fail_at >= 0 && atomic_read(&s->ctor) == s->fail_at)
 		return -ENOMEM;
-	for_each_possible_cpu(cpu)
-		*(u64 *)per_cpu_ptr(obj, cpu) = PN_PATTERN ^ cpu;
+	for_each_possible_cpu(cpu) {
+		u64 *w = per_cpu_ptr(obj, cpu);
+
+		*w = PN_PATTERN ^ cpu;
+	}
 	atomic_inc(&s->ctor);
 	return 0;
 }
@@ -265,7 +277,7 @@ static void pn_test_ctor_dtor(struct kunit *test)
 	for (round = 0; round < 2; round++) {
 		for (i = 0; i < n + 1; i++) {
 			p[i] = pn_cache_alloc(c, GFP_KERNEL);
-			KUNIT_ASSERT_NOT_NULL(test, p[i]);
+			KUNIT_ASSERT_NE(test, pn_kaddr(p[i]), 0UL);
 			KUNIT_EXPECT_TRUE(test, pn_constructed(p[i]));
 		}
 		/* Two chunks constructed in full, once, whatever the round. */
@@ -289,7 +301,7 @@ static void pn_test_ctor_dtor(struct kunit *test)
 
 	/* Allocating again constructs a fresh chunk. */
 	p[0] = pn_cache_alloc(c, GFP_KERNEL);
-	KUNIT_ASSERT_NOT_NULL(test, p[0]);
+	KUNIT_ASSERT_NE(test, pn_kaddr(p[0]), 0UL);
 	KUNIT_EXPECT_EQ(test, atomic_read(&s.ctor), 3 * n);
 	pn_cache_free(c, p[0]);
 	KUNIT_EXPECT_EQ(test, pn_cache_destroy(c), 0UL);
@@ -308,7 +320,7 @@ static void pn_test_ctor_failure(struct kunit *test)
 	n = pn_cache_objs_per_chunk(c);
 	s.fail_at = n / 2;
 
-	KUNIT_EXPECT_NULL(test, pn_cache_alloc(c, GFP_KERNEL));
+	KUNIT_EXPECT_EQ(test, pn_kaddr(pn_cache_alloc(c, GFP_KERNEL)), 0UL);
 	/* The constructed half was destructed again: nothing leaked. */
 	KUNIT_EXPECT_EQ(test, atomic_read(&s.ctor), n / 2);
 	KUNIT_EXPECT_EQ(test, atomic_read(&s.dtor), n / 2);
@@ -319,7 +331,7 @@ static void pn_test_ctor_failure(struct kunit *test)
 
 	s.fail_at = -1;
 	p = pn_cache_alloc(c, GFP_KERNEL);
-	KUNIT_ASSERT_NOT_NULL(test, p);
+	KUNIT_ASSERT_NE(test, pn_kaddr(p), 0UL);
 	KUNIT_EXPECT_TRUE(test, pn_constructed(p));
 	pn_cache_free(c, p);
 	KUNIT_EXPECT_EQ(test, pn_cache_destroy(c), 0UL);
@@ -327,7 +339,7 @@ static void pn_test_ctor_failure(struct kunit *test)
 	KUNIT_EXPECT_FALSE(test, s.bad_dtor);
 }
 
-/* ---- cross-CPU free -------------------------------------------------------------- */
+/* ---- cross-CPU free ----------------------------------------------------- */
 
 #define PN_XCPU_N	96
 
@@ -404,7 +416,7 @@ static void pn_test_cross_cpu_free(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, pn_cache_destroy(x->c), 0UL);
 }
 
-/* ---- reclaim ------------------------------------------------------------------------- */
+/* ---- reclaim ------------------------------------------------------------ */
 
 static void pn_test_shrinker_reclaim(struct kunit *test)
 {
@@ -451,7 +463,7 @@ static void pn_test_shrinker_reclaim(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, atomic_read(&s.dtor), atomic_read(&s.ctor));
 }
 
-/* ---- destroy with leaked objects ------------------------------------------------------- */
+/* ---- destroy with leaked objects ---------------------------------------- */
 
 static void pn_test_destroy_leaked(struct kunit *test)
 {
@@ -463,7 +475,7 @@ static void pn_test_destroy_leaked(struct kunit *test)
 	c = pn_kunit_cache(test, "kunit-leak", 48, 0, pn_ctor, pn_dtor, &s);
 	for (i = 0; i < 3; i++) {
 		p[i] = pn_cache_alloc(c, GFP_KERNEL);
-		KUNIT_ASSERT_NOT_NULL(test, p[i]);
+		KUNIT_ASSERT_NE(test, pn_kaddr(p[i]), 0UL);
 	}
 	pn_cache_free(c, p[1]);
 	KUNIT_EXPECT_EQ(test, pn_cache_destroy(c), 2UL);
@@ -472,11 +484,11 @@ static void pn_test_destroy_leaked(struct kunit *test)
 
 	c = pn_kunit_cache(test, "kunit-leak-dbg", 48, PN_CACHE_DEBUG, NULL, NULL, NULL);
 	p[0] = pn_cache_alloc(c, GFP_KERNEL);
-	KUNIT_ASSERT_NOT_NULL(test, p[0]);
+	KUNIT_ASSERT_NE(test, pn_kaddr(p[0]), 0UL);
 	KUNIT_EXPECT_EQ(test, pn_cache_destroy(c), 1UL);
 }
 
-/* ---- hotplug ------------------------------------------------------------------------------ */
+/* ---- hotplug ------------------------------------------------------------ */
 
 static void pn_test_hotplug_drain(struct kunit *test)
 {
@@ -519,7 +531,7 @@ static void pn_test_hotplug_drain(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, pn_cache_destroy(x->c), 0UL);
 }
 
-/* ---- injected failures, non-blocking requests ------------------------------------------------ */
+/* ---- injected failures, non-blocking requests --------------------------- */
 
 static void pn_test_injected_failures(struct kunit *test)
 {
@@ -530,11 +542,11 @@ static void pn_test_injected_failures(struct kunit *test)
 
 	c = pn_kunit_cache(test, "kunit-inject", 128, 0, pn_ctor, pn_dtor, &s);
 	pn_alloc_inject_chunk_failures(2);
-	KUNIT_EXPECT_NULL(test, pn_cache_alloc(c, GFP_KERNEL));
-	KUNIT_EXPECT_NULL(test, pn_cache_alloc(c, GFP_KERNEL));
+	KUNIT_EXPECT_EQ(test, pn_kaddr(pn_cache_alloc(c, GFP_KERNEL)), 0UL);
+	KUNIT_EXPECT_EQ(test, pn_kaddr(pn_cache_alloc(c, GFP_KERNEL)), 0UL);
 	KUNIT_EXPECT_EQ(test, atomic_read(&s.ctor), 0);
 	p = pn_cache_alloc(c, GFP_KERNEL);
-	KUNIT_EXPECT_NOT_NULL(test, p);
+	KUNIT_EXPECT_NE(test, pn_kaddr(p), 0UL);
 	pn_cache_get_stats(c, &st);
 	KUNIT_EXPECT_EQ(test, st.chunk_fails, 2ULL);
 	KUNIT_EXPECT_EQ(test, st.chunks, 1ULL);
@@ -553,12 +565,12 @@ static void pn_test_nonblocking(struct kunit *test)
 
 	c = pn_kunit_cache(test, "kunit-nowait", 16, PN_CACHE_ZERO, NULL, NULL, NULL);
 	/* Nothing cached yet: a non-blocking request fails, creates nothing. */
-	KUNIT_EXPECT_NULL(test, pn_cache_alloc(c, GFP_NOWAIT));
+	KUNIT_EXPECT_EQ(test, pn_kaddr(pn_cache_alloc(c, GFP_NOWAIT)), 0UL);
 	pn_cache_get_stats(c, &st);
 	KUNIT_EXPECT_EQ(test, st.chunks, 0ULL);
 
 	p = pn_cache_alloc(c, GFP_KERNEL);
-	KUNIT_ASSERT_NOT_NULL(test, p);
+	KUNIT_ASSERT_NE(test, pn_kaddr(p), 0UL);
 	pn_cache_free(c, p);
 
 	/* Now served from the cache, with interrupts off (atomic context). */
@@ -569,11 +581,11 @@ static void pn_test_nonblocking(struct kunit *test)
 		pn_cache_free(c, p);
 	}
 	local_irq_restore(flags);
-	KUNIT_EXPECT_NOT_NULL(test, p);
+	KUNIT_EXPECT_NE(test, pn_kaddr(p), 0UL);
 	KUNIT_EXPECT_EQ(test, pn_cache_destroy(c), 0UL);
 }
 
-/* ---- debug mode -------------------------------------------------------------------------------- */
+/* ---- debug mode --------------------------------------------------------- */
 
 static void pn_test_debug_mode(struct kunit *test)
 {
@@ -584,7 +596,7 @@ static void pn_test_debug_mode(struct kunit *test)
 
 	c = pn_kunit_cache(test, "kunit-debug", 16, PN_CACHE_DEBUG, NULL, NULL, NULL);
 	a = pn_cache_alloc(c, GFP_KERNEL);
-	KUNIT_ASSERT_NOT_NULL(test, a);
+	KUNIT_ASSERT_NE(test, pn_kaddr(a), 0UL);
 	pn_cache_free(c, a);
 	pn_cache_free(c, a);		/* double free: detected, ignored */
 	pn_cache_get_stats(c, &st);
@@ -596,7 +608,7 @@ static void pn_test_debug_mode(struct kunit *test)
 
 	/* The lowest free object comes back: its poison is intact. */
 	b = pn_cache_alloc(c, GFP_KERNEL);
-	KUNIT_ASSERT_PTR_EQ(test, b, a);
+	KUNIT_ASSERT_EQ(test, pn_kaddr(b), pn_kaddr(a));
 	pn_cache_get_stats(c, &st);
 	KUNIT_EXPECT_EQ(test, st.poison_errors, 0ULL);
 
@@ -605,7 +617,7 @@ static void pn_test_debug_mode(struct kunit *test)
 	cpu = cpumask_last(cpu_possible_mask);
 	*(u8 *)per_cpu_ptr(b, cpu) = 0;
 	a = pn_cache_alloc(c, GFP_KERNEL);
-	KUNIT_ASSERT_PTR_EQ(test, a, b);
+	KUNIT_ASSERT_EQ(test, pn_kaddr(a), pn_kaddr(b));
 	pn_cache_get_stats(c, &st);
 	KUNIT_EXPECT_EQ(test, st.poison_errors, 1ULL);
 
@@ -617,6 +629,55 @@ static void pn_test_debug_mode(struct kunit *test)
 
 	pn_cache_free(c, a);
 	KUNIT_EXPECT_EQ(test, pn_cache_destroy(c), 0UL);
+}
+
+/* ---- tracepoints and the sized API's free check ------------------------- */
+
+static void pn_count_create(void *data, const char *cache, unsigned int bytes,
+			    unsigned int objs, int ret)
+{
+	if (!strcmp(cache, "kunit-trace"))
+		atomic_inc(ret ? &((atomic_t *)data)[1] : &((atomic_t *)data)[0]);
+}
+
+static void pn_count_release(void *data, const char *cache, unsigned int bytes,
+			     unsigned int objs)
+{
+	if (!strcmp(cache, "kunit-trace"))
+		atomic_inc(&((atomic_t *)data)[2]);
+}
+
+static void pn_test_tracepoints(struct kunit *test)
+{
+	atomic_t *n;
+	struct pn_cache *c;
+	void __percpu *p;
+
+	if (!IS_ENABLED(CONFIG_TRACEPOINTS))
+		kunit_skip(test, "CONFIG_TRACEPOINTS is off");
+	n = kunit_kcalloc(test, 3, sizeof(*n), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, n);
+	KUNIT_ASSERT_EQ(test, register_trace_pn_chunk_create(pn_count_create, n), 0);
+	KUNIT_ASSERT_EQ(test, register_trace_pn_chunk_release(pn_count_release, n), 0);
+
+	c = pn_kunit_cache(test, "kunit-trace", 64, 0, NULL, NULL, NULL);
+	pn_alloc_inject_chunk_failures(1);
+	KUNIT_EXPECT_EQ(test, pn_kaddr(pn_cache_alloc(c, GFP_KERNEL)), 0UL);
+	p = pn_cache_alloc(c, GFP_KERNEL);
+	KUNIT_EXPECT_NE(test, pn_kaddr(p), 0UL);
+	/* Not a size-class object: the sized free refuses it. */
+	pn_free_percpu(p);
+	KUNIT_EXPECT_PTR_EQ(test, pn_cache_of(p), c);
+	pn_cache_free(c, p);
+	pn_cache_shrink(c);
+	pn_cache_destroy(c);
+
+	unregister_trace_pn_chunk_release(pn_count_release, n);
+	unregister_trace_pn_chunk_create(pn_count_create, n);
+	tracepoint_synchronize_unregister();
+	KUNIT_EXPECT_EQ(test, atomic_read(&n[0]), 1);	/* created */
+	KUNIT_EXPECT_EQ(test, atomic_read(&n[1]), 1);	/* injected failure */
+	KUNIT_EXPECT_EQ(test, atomic_read(&n[2]), 1);	/* released */
 }
 
 static struct kunit_case pn_alloc_cases[] = {
@@ -632,6 +693,7 @@ static struct kunit_case pn_alloc_cases[] = {
 	KUNIT_CASE(pn_test_injected_failures),
 	KUNIT_CASE(pn_test_nonblocking),
 	KUNIT_CASE(pn_test_debug_mode),
+	KUNIT_CASE(pn_test_tracepoints),
 	{}
 };
 
@@ -639,4 +701,5 @@ static struct kunit_suite pn_alloc_suite = {
 	.name = "pcpu_next_alloc",
 	.test_cases = pn_alloc_cases,
 };
+
 kunit_test_suite(pn_alloc_suite);
