@@ -1256,6 +1256,12 @@ unsigned int pn_cache_cpu_objects(struct pn_cache *cache, unsigned int cpu)
 	return n;
 }
 
+/* True if alloc_debug=1 forces debug mode (no magazines) on every cache. */
+bool pn_alloc_debug_forced(void)
+{
+	return pn_alloc_debug;
+}
+
 unsigned int pn_cache_objs_per_chunk(struct pn_cache *cache)
 {
 	return cache->nr_objs;

@@ -389,6 +389,9 @@ static void pn_test_cross_cpu_free(struct kunit *test)
 	unsigned int a, b, i;
 	struct pn_xcpu *x;
 
+	if (pn_alloc_debug_forced())
+		kunit_skip(test, "alloc_debug=1: no magazines to test");
+
 	if (num_online_cpus() < 2)
 		kunit_skip(test, "needs two online CPUs");
 	x = kunit_kzalloc(test, sizeof(*x), GFP_KERNEL);
@@ -425,6 +428,9 @@ static void pn_test_shrinker_reclaim(struct kunit *test)
 	struct pn_xcpu *x;
 	unsigned int n, cpu;
 	u64 before;
+
+	if (pn_alloc_debug_forced())
+		kunit_skip(test, "alloc_debug=1: no magazines to test");
 
 	x = kunit_kzalloc(test, sizeof(*x), GFP_KERNEL);
 	KUNIT_ASSERT_NOT_NULL(test, x);
@@ -496,6 +502,9 @@ static void pn_test_hotplug_drain(struct kunit *test)
 	struct pn_xcpu *x;
 	unsigned int cpu;
 	int ret;
+
+	if (pn_alloc_debug_forced())
+		kunit_skip(test, "alloc_debug=1: no magazines to test");
 
 	if (!IS_ENABLED(CONFIG_HOTPLUG_CPU))
 		kunit_skip(test, "CONFIG_HOTPLUG_CPU is off");

@@ -109,5 +109,6 @@ unsigned long pn_alloc_reclaim_count(void);
 unsigned long pn_alloc_reclaim(unsigned long nr);
 unsigned int pn_cache_cpu_objects(struct pn_cache *cache, unsigned int cpu);
 unsigned int pn_cache_objs_per_chunk(struct pn_cache *cache);
+bool pn_alloc_debug_forced(void);
 
 #endif /* _PCPU_NEXT_PCPU_ALLOC_H */
