@@ -83,6 +83,25 @@
  * its objects is published (under cache->lock), and erased after it was
  * unlinked from every list; its struct is freed through RCU.
  *
+ * Sized API: thirteen caches, one per power of two from 8 B to 32 KiB,
+ * created with PN_CACHE_ZERO; an object of class 2^k is aligned to
+ * min(2^k, PAGE_SIZE).  Zeroing on every possible CPU is the price of
+ * alloc_percpu() semantics and dominates the cost when possible CPUs are
+ * many; a constructor cache (objects kept in constructed state) avoids it.
+ *
+ * Reclaim: the shrinker counts full depot magazines and free chunks; its
+ * scan flushes depots to the chunks and releases free chunks (destructors
+ * run there).  Per-CPU magazines (at most 2 * mag_cap objects a CPU) are
+ * left alone by the shrinker, which must not take the CPU hotplug lock;
+ * pn_cache_shrink() drains them too.  A dead CPU's magazines are drained
+ * by the cpuhp multi-instance "dead" callback (one instance per cache).
+ *
+ * Observability: /sys/kernel/debug/pcpu_next/alloc/stats (0400) has a row
+ * per cache; alloc/fail_next_chunks (0600) reads and sets how many of the
+ * next chunk creations fail (fault injection).  Tracepoints (system
+ * pcpu_next_alloc): pn_chunk_create, pn_chunk_release, pn_depot_refill,
+ * pn_depot_flush.
+ *
  * Debug mode (PN_CACHE_DEBUG, or alloc_debug=1 for every cache): the
  * magazines are bypassed, every operation goes to the chunk layer under
  * cache->lock, where the free_map is exact.  A free of a free object is a
