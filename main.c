@@ -4,7 +4,9 @@
  * control plane's own test "percpu".
  *
  *   module_init                     module_exit
- *     pn_control_init()  ---------->  pn_control_exit()  (stops a run first)
+ *     pn_control_init()   (dir)       pn_control_stop()   (files; aborts a run)
+ *     <component>_init() ...          ... <component>_exit()
+ *     pn_control_start()  (files)     pn_control_exit()   (dir)
  *
  * The "percpu" test exercises the control plane itself on the kernel's
  * own per-CPU memory: worker kthreads, placed as pin= says, increment one
@@ -136,6 +138,7 @@ static int __init pcpu_next_init(void)
 	ret = pn_alloc_init();
 	if (ret)
 		goto control_exit;
+	pn_control_start();
 	pr_info("loaded: %u possible CPUs, %u online\n",
 		num_possible_cpus(), num_online_cpus());
 	return 0;
@@ -147,8 +150,9 @@ control_exit:
 
 static void __exit pcpu_next_exit(void)
 {
-	pn_control_exit();
+	pn_control_stop();	/* no run may outlive a component */
 	pn_alloc_exit();
+	pn_control_exit();
 }
 
 module_init(pcpu_next_init);

@@ -1444,13 +1444,13 @@ remove_state:
 /**
  * pn_alloc_exit() - tear the allocator down
  *
- * Context: Module exit, may sleep, after pn_control_exit() (which stops any
- * run and removes the debugfs directory).  Every cache but the size
- * classes must have been destroyed by its user.
+ * Context: Module exit, may sleep, after pn_control_stop() (no run is
+ * active) and before pn_control_exit().  Every cache but the size classes
+ * must have been destroyed by its user.
  */
 void pn_alloc_exit(void)
 {
-	/* pn_control_exit() already removed pcpu_next/ with alloc/ in it. */
+	debugfs_remove(pn_alloc_dir);	/* waits for readers in progress */
 	shrinker_free(pn_shrinker);
 	pn_destroy_size_caches();
 	cpuhp_remove_multi_state(pn_cpuhp_state);
