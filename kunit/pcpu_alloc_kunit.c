@@ -164,6 +164,16 @@ static void pn_test_alignment(struct kunit *test)
 		pn_cache_free(c, p[1]);
 		KUNIT_EXPECT_EQ(test, pn_cache_destroy(c), 0UL);
 	}
+	/* The kernel's own per-CPU memory is not ours: refused, not freed. */
+	{
+		u64 __percpu *k = alloc_percpu(u64);
+
+		KUNIT_ASSERT_NE(test, pn_kaddr(k), 0UL);
+		KUNIT_EXPECT_NULL(test, pn_cache_of(k));
+		pn_free_percpu(k);
+		*per_cpu_ptr(k, cpumask_first(cpu_possible_mask)) = 1;
+		free_percpu(k);
+	}
 	/* Bad arguments fail cleanly. */
 	KUNIT_EXPECT_EQ(test, pn_kaddr(pn_alloc_percpu_gfp(0, 8, GFP_KERNEL)), 0UL);
 	KUNIT_EXPECT_EQ(test, pn_kaddr(pn_alloc_percpu_gfp(PN_ALLOC_MAX_SIZE + 1, 8,
