@@ -114,6 +114,7 @@
 #include <linux/smp.h>
 
 #include <pcpu_next/counter_tree.h>
+#include <pcpu_next/pcpu_alloc.h>
 #include <pcpu_next/internal.h>
 
 /* Written once by pn_ctree_subsys_init(), read-only afterwards. */
@@ -248,19 +249,20 @@ size_t pn_ctree_items_size(void)
 EXPORT_SYMBOL_GPL(pn_ctree_items_size);
 
 /*
- * Level-0 storage of @nr trees in one per-CPU allocation.  Kept in this
- * one pair of helpers so that the project's own per-CPU allocator can
- * replace the kernel's here and nowhere else.
+ * Level-0 storage of @nr trees in one per-CPU allocation, from the
+ * project's own allocator (pcpu_alloc.c): its sized API has the same
+ * contract as __alloc_percpu_gfp() (zeroed on every possible CPU, at
+ * most 32 KiB) without the kernel allocator's global lock.
  */
 static unsigned long __percpu *pn_ctree_alloc_level0(unsigned int nr, gfp_t gfp)
 {
-	return __alloc_percpu_gfp(nr * sizeof(unsigned long),
-				  __alignof__(unsigned long), gfp);
+	return pn_alloc_percpu_gfp(nr * sizeof(unsigned long),
+				   __alignof__(unsigned long), gfp);
 }
 
 static void pn_ctree_free_level0(unsigned long __percpu *level0)
 {
-	free_percpu(level0);
+	pn_free_percpu(level0);
 }
 
 /**
@@ -360,7 +362,7 @@ EXPORT_SYMBOL_GPL(pn_ctree_init);
  *
  * The items belong to the caller and are not touched.
  *
- * Context: Any context where free_percpu() may be called (not NMI).
+ * Context: Any context but NMI (level 0 goes back through pn_free_percpu()).
  */
 void pn_ctree_destroy_many(struct pn_ctree *counters, unsigned int nr)
 {

@@ -28,6 +28,7 @@
 
 #include <pcpu_next/counter_tree.h>
 #include <pcpu_next/internal.h>
+#include <pcpu_next/pcpu_alloc.h>
 
 struct pn_percpu_arg {
 	u64 __percpu *ctr;
@@ -139,15 +140,23 @@ static int __init pcpu_next_init(void)
 	ret = pn_control_init();
 	if (ret)
 		return ret;
+	ret = pn_alloc_init();
+	if (ret)
+		goto control_exit;
 	pn_control_start();
 	pr_info("loaded: %u possible CPUs, %u online\n",
 		num_possible_cpus(), num_online_cpus());
 	return 0;
+
+control_exit:
+	pn_control_exit();
+	return ret;
 }
 
 static void __exit pcpu_next_exit(void)
 {
 	pn_control_stop();	/* no run may outlive a component */
+	pn_alloc_exit();
 	pn_control_exit();
 }
 

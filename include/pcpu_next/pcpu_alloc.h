@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * pcpu_next per-CPU object caches: a magazine-and-depot allocator on top
+ * of the kernel's dynamic per-CPU allocator.  See pcpu_alloc.c for the
+ * design.  Every object is a genuine `void __percpu *`: this_cpu_*() and
+ * per_cpu_ptr() work on it exactly as on memory from alloc_percpu().
+ */
+#ifndef _PCPU_NEXT_PCPU_ALLOC_H
+#define _PCPU_NEXT_PCPU_ALLOC_H
+
+#include <linux/compiler_types.h>
+#include <linux/gfp_types.h>
+#include <linux/types.h>
+
+struct pn_cache;
+
+/* Cache flags for pn_cache_create(). */
+#define PN_CACHE_ZERO	0x1U	/* alloc returns memory zeroed on every possible CPU */
+#define PN_CACHE_DEBUG	0x2U	/* poison/check, double-free detection, leak listing */
+#define PN_CACHE_VALID_FLAGS	(PN_CACHE_ZERO | PN_CACHE_DEBUG)
+
+#define PN_CACHE_NAME_MAX	32	/* with the NUL */
+#define PN_ALLOC_MAX_SIZE	(32U * 1024U)	/* largest object */
+
+/**
+ * typedef pn_ctor_t - object constructor
+ * @obj: the object, on every possible CPU
+ * @priv: the private pointer given to pn_cache_create()
+ *
+ * Runs once per object lifetime in its chunk, when the chunk is created,
+ * in process context with no pcpu_next lock held; it may sleep.
+ *
+ * Return: 0, or -errno; a failure makes the allocation fail (NULL).
+ */
+typedef int (*pn_ctor_t)(void __percpu *obj, void *priv);
+
+/**
+ * typedef pn_dtor_t - object destructor
+ * @obj: the object, in constructed state
+ * @priv: the private pointer given to pn_cache_create()
+ *
+ * Runs when the object's chunk is released: from the shrinker (memory
+ * reclaim context: must not allocate with __GFP_FS/__GFP_IO or take locks
+ * that are held across allocations), from pn_cache_shrink() or from
+ * pn_cache_destroy().  No pcpu_next lock is held.
+ */
+typedef void (*pn_dtor_t)(void __percpu *obj, void *priv);
+
+/**
+ * struct pn_cache_stats - a snapshot of one cache's counters
+ * @in_use: objects handed out and not yet freed (allocs - frees)
+ * @allocs: successful allocations
+ * @frees: frees
+ * @mag_hits: allocations and frees served by the CPU's magazines alone
+ * @mag_misses: allocations and frees that went to the depot
+ * @depot_refills: full magazines handed from the depot to a CPU
+ * @depot_flushes: full magazines handed from a CPU to the depot
+ * @chunks: chunks currently held
+ * @free_chunks: chunks with every object free in the chunk layer
+ * @chunk_creates: chunks created
+ * @chunk_releases: chunks released
+ * @chunk_fails: chunk creations that failed (memory, injection, ctor)
+ * @full_mags: full magazines in the depot
+ * @cpu_cached: objects in per-CPU magazines
+ * @double_frees: debug mode: frees of an already free object
+ * @poison_errors: debug mode: free objects found modified at alloc
+ * @bad_frees: debug mode: pointers that are not an object of the cache
+ * @mem_bytes: memory held: chunks on every possible CPU, plus metadata
+ */
+struct pn_cache_stats {
+	u64 in_use;
+	u64 allocs;
+	u64 frees;
+	u64 mag_hits;
+	u64 mag_misses;
+	u64 depot_refills;
+	u64 depot_flushes;
+	u64 chunks;
+	u64 free_chunks;
+	u64 chunk_creates;
+	u64 chunk_releases;
+	u64 chunk_fails;
+	u64 full_mags;
+	u64 cpu_cached;
+	u64 double_frees;
+	u64 poison_errors;
+	u64 bad_frees;
+	u64 mem_bytes;
+};
+
+struct pn_cache *pn_cache_create(const char *name, size_t size, size_t align,
+				 unsigned int flags, pn_ctor_t ctor,
+				 pn_dtor_t dtor, void *priv);
+void __percpu *pn_cache_alloc(struct pn_cache *cache, gfp_t gfp);
+void pn_cache_free(struct pn_cache *cache, void __percpu *obj);
+unsigned long pn_cache_shrink(struct pn_cache *cache);
+unsigned long pn_cache_destroy(struct pn_cache *cache);
+void pn_cache_get_stats(struct pn_cache *cache, struct pn_cache_stats *st);
+
+void __percpu *pn_alloc_percpu_gfp(size_t size, size_t align, gfp_t gfp);
+void pn_free_percpu(void __percpu *ptr);
+struct pn_cache *pn_cache_of(void __percpu *ptr);
+
+/* Module-internal: init/exit, and hooks for the KUnit suite. */
+int pn_alloc_init(void);
+void pn_alloc_exit(void);
+void pn_alloc_inject_chunk_failures(unsigned int n);
+unsigned long pn_alloc_reclaim_count(void);
+unsigned long pn_alloc_reclaim(unsigned long nr);
+unsigned int pn_cache_cpu_objects(struct pn_cache *cache, unsigned int cpu);
+unsigned int pn_cache_objs_per_chunk(struct pn_cache *cache);
+bool pn_alloc_debug_forced(void);
+
+#endif /* _PCPU_NEXT_PCPU_ALLOC_H */

@@ -1,0 +1,724 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * KUnit suite for pcpu_alloc: genuine per-CPU semantics, alignment,
+ * zeroing on every possible CPU, constructed-object caching (constructor
+ * and destructor counts, constructor failure), cross-CPU free, reclaim,
+ * destroy with leaked objects, hotplug drain, injected chunk failures,
+ * non-blocking allocations, and the debug mode's checks.
+ *
+ * Work that must run on a given CPU goes through work_on_cpu(): a per-CPU
+ * kworker, bound to that CPU, is the pinned kthread.
+ */
+
+#include <kunit/test.h>
+#include <linux/cpu.h>
+#include <linux/cpumask.h>
+#include <linux/irqflags.h>
+#include <linux/percpu.h>
+#include <linux/slab.h>
+#include <linux/smp.h>
+#include <linux/string.h>
+#include <linux/workqueue.h>
+
+#include <pcpu_next/pcpu_alloc.h>
+#include <pcpu_next/trace_pcpu_alloc.h>
+
+#define PN_PATTERN	0x5eedf00dULL
+
+static unsigned long pn_kaddr(const void __percpu *p)
+{
+	return (__force unsigned long)p;
+}
+
+static bool pn_all_bytes(void __percpu *obj, size_t size, int c)
+{
+	unsigned int cpu;
+
+	for_each_possible_cpu(cpu)
+		if (memchr_inv(per_cpu_ptr(obj, cpu), c, size))
+			return false;
+	return true;
+}
+
+static struct pn_cache *pn_kunit_cache(struct kunit *test, const char *name,
+				       size_t size, unsigned int flags,
+				       pn_ctor_t ctor, pn_dtor_t dtor, void *priv)
+{
+	struct pn_cache *c = pn_cache_create(name, size, 0, flags, ctor, dtor,
+					     priv);
+
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, c);
+	return c;
+}
+
+/*
+ * Keep the test thread on one CPU where a test relies on reusing what
+ * this CPU's magazines hold.  Each case runs in its own kthread, so an
+ * aborted case needs no unpinning.
+ */
+static void pn_pin_self(void)
+{
+	set_cpus_allowed_ptr(current, cpumask_of(raw_smp_processor_id()));
+}
+
+static void pn_unpin_self(void)
+{
+	set_cpus_allowed_ptr(current, cpu_possible_mask);
+}
+
+/* ---- genuine per-CPU memory --------------------------------------------- */
+
+struct pn_pcpu_arg {
+	u64 __percpu *p;
+};
+
+static long pn_write_local(void *arg)
+{
+	u64 __percpu *p = ((struct pn_pcpu_arg *)arg)->p;
+
+	this_cpu_write(p[0], PN_PATTERN + raw_smp_processor_id());
+	this_cpu_add(p[1], 7);
+	return 0;
+}
+
+static void pn_test_percpu_semantics(struct kunit *test)
+{
+	struct pn_pcpu_arg arg;
+	u64 __percpu *p;
+	unsigned int cpu;
+
+	p = pn_alloc_percpu_gfp(2 * sizeof(u64), sizeof(u64), GFP_KERNEL);
+	arg.p = p;
+	KUNIT_ASSERT_NE(test, pn_kaddr(p), 0UL);
+
+	cpus_read_lock();
+	for_each_online_cpu(cpu)
+		KUNIT_EXPECT_EQ(test, work_on_cpu(cpu, pn_write_local, &arg), 0);
+	for_each_possible_cpu(cpu) {
+		bool online = cpu_online(cpu);
+
+		KUNIT_EXPECT_EQ_MSG(test, per_cpu_ptr(p, cpu)[0],
+				    online ? PN_PATTERN + cpu : 0, "cpu %u", cpu);
+		KUNIT_EXPECT_EQ_MSG(test, per_cpu_ptr(p, cpu)[1],
+				    online ? 7ULL : 0ULL, "cpu %u", cpu);
+	}
+	cpus_read_unlock();
+	pn_free_percpu(p);
+}
+
+static void pn_kunit_dtor(void __percpu *obj, void *priv)
+{
+}
+
+/* ---- alignment ---------------------------------------------------------- */
+
+static void pn_test_alignment(struct kunit *test)
+{
+	static const size_t sizes[] = { 1, 3, 8, 24, 100, 1000, 4000, 5000,
+					PN_ALLOC_MAX_SIZE };
+	void __percpu *p[2];
+	unsigned int cpu, i, k;
+	size_t align;
+
+	for (align = 1; align <= PAGE_SIZE; align <<= 1) {
+		for (i = 0; i < ARRAY_SIZE(sizes); i++) {
+			for (k = 0; k < 2; k++) {
+				p[k] = pn_alloc_percpu_gfp(sizes[i], align, GFP_KERNEL);
+				KUNIT_ASSERT_NE(test, pn_kaddr(p[k]), 0UL);
+				KUNIT_EXPECT_TRUE_MSG(test, IS_ALIGNED(pn_kaddr(p[k]), align),
+						      "size %zu align %zu", sizes[i], align);
+				for_each_possible_cpu(cpu) {
+					unsigned long a = (unsigned long)per_cpu_ptr(p[k], cpu);
+
+					KUNIT_EXPECT_TRUE(test, IS_ALIGNED(a, align));
+				}
+			}
+			KUNIT_EXPECT_NE(test, pn_kaddr(p[0]), pn_kaddr(p[1]));
+			pn_free_percpu(p[0]);
+			pn_free_percpu(p[1]);
+		}
+	}
+	/* Every size class is naturally aligned (up to a page). */
+	for (i = 0; i < 13; i++) {
+		size_t sz = 8U << i;
+
+		p[0] = pn_alloc_percpu_gfp(sz, 1, GFP_KERNEL);
+		KUNIT_ASSERT_NE(test, pn_kaddr(p[0]), 0UL);
+		KUNIT_EXPECT_TRUE(test, IS_ALIGNED(pn_kaddr(p[0]),
+						   min_t(size_t, sz, PAGE_SIZE)));
+		pn_free_percpu(p[0]);
+	}
+	/* A cache with a non-power-of-two size keeps its alignment. */
+	{
+		struct pn_cache *c = pn_cache_create("kunit-align", 24, 16, 0,
+						     NULL, NULL, NULL);
+
+		KUNIT_ASSERT_NOT_ERR_OR_NULL(test, c);
+		for (k = 0; k < 2; k++) {
+			p[k] = pn_cache_alloc(c, GFP_KERNEL);
+			KUNIT_ASSERT_NE(test, pn_kaddr(p[k]), 0UL);
+			KUNIT_EXPECT_TRUE(test, IS_ALIGNED(pn_kaddr(p[k]), 16));
+		}
+		KUNIT_EXPECT_GE(test, abs_diff(pn_kaddr(p[0]), pn_kaddr(p[1])), 32UL);
+		pn_cache_free(c, p[0]);
+		pn_cache_free(c, p[1]);
+		KUNIT_EXPECT_EQ(test, pn_cache_destroy(c), 0UL);
+	}
+	/* The kernel's own per-CPU memory is not ours: refused, not freed. */
+	{
+		u64 __percpu *k = alloc_percpu(u64);
+
+		KUNIT_ASSERT_NE(test, pn_kaddr(k), 0UL);
+		KUNIT_EXPECT_NULL(test, pn_cache_of(k));
+		pn_free_percpu(k);
+		*per_cpu_ptr(k, cpumask_first(cpu_possible_mask)) = 1;
+		free_percpu(k);
+	}
+	/* Bad arguments fail cleanly. */
+	KUNIT_EXPECT_EQ(test, pn_kaddr(pn_alloc_percpu_gfp(0, 8, GFP_KERNEL)), 0UL);
+	KUNIT_EXPECT_EQ(test, pn_kaddr(pn_alloc_percpu_gfp(PN_ALLOC_MAX_SIZE + 1, 8,
+							   GFP_KERNEL)), 0UL);
+	KUNIT_EXPECT_EQ(test, pn_kaddr(pn_alloc_percpu_gfp(8, 3, GFP_KERNEL)), 0UL);
+	KUNIT_EXPECT_EQ(test, pn_kaddr(pn_alloc_percpu_gfp(8, 2 * PAGE_SIZE, GFP_KERNEL)), 0UL);
+	KUNIT_EXPECT_TRUE(test, IS_ERR(pn_cache_create("x", 8, 0, 0, NULL, pn_kunit_dtor,
+						       NULL)));
+	KUNIT_EXPECT_TRUE(test, IS_ERR(pn_cache_create("x", 0, 0, 0, NULL, NULL, NULL)));
+	KUNIT_EXPECT_TRUE(test, IS_ERR(pn_cache_create("x", 8, 0, 0x100, NULL, NULL, NULL)));
+}
+
+/* ---- zeroing ------------------------------------------------------------ */
+
+#define PN_ZERO_N	64
+
+static void pn_test_zeroing(struct kunit *test)
+{
+	void __percpu **p, **old;
+	unsigned int round, i, j, cpu, reused = 0;
+	const size_t size = 40;
+
+	p = kunit_kcalloc(test, PN_ZERO_N, sizeof(*p), GFP_KERNEL);
+	old = kunit_kcalloc(test, PN_ZERO_N, sizeof(*old), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, p);
+	KUNIT_ASSERT_NOT_NULL(test, old);
+
+	pn_pin_self();
+	for (round = 0; round < 3; round++) {
+		for (i = 0; i < PN_ZERO_N; i++) {
+			p[i] = pn_alloc_percpu_gfp(size, 8, GFP_KERNEL);
+			KUNIT_ASSERT_NE(test, pn_kaddr(p[i]), 0UL);
+			KUNIT_EXPECT_TRUE_MSG(test, pn_all_bytes(p[i], size, 0),
+					      "round %u object %u not zero", round, i);
+			for (j = 0; j < PN_ZERO_N; j++)
+				if (p[i] == old[j])
+					reused++;
+		}
+		for (i = 0; i < PN_ZERO_N; i++) {
+			for_each_possible_cpu(cpu)
+				memset(per_cpu_ptr(p[i], cpu), 0xa5, size);
+			old[i] = p[i];
+			pn_free_percpu(p[i]);
+		}
+	}
+	pn_unpin_self();
+	/* The dirty objects did come back: zeroing was exercised on reuse. */
+	KUNIT_EXPECT_GT(test, reused, 0U);
+}
+
+/* ---- constructor / destructor ------------------------------------------- */
+
+struct pn_ctor_state {
+	atomic_t ctor;
+	atomic_t dtor;
+	int fail_at;		/* fail the constructor call with this count, or -1 */
+	bool bad_dtor;		/* a destructed object was not in constructed state */
+};
+
+static int pn_ctor(void __percpu *obj, void *priv)
+{
+	struct pn_ctor_state *s = priv;
+	unsigned int cpu;
+
+	if (s->fail_at >= 0 && atomic_read(&s->ctor) == s->fail_at)
+		return -ENOMEM;
+	for_each_possible_cpu(cpu) {
+		u64 *w = per_cpu_ptr(obj, cpu);
+
+		*w = PN_PATTERN ^ cpu;
+	}
+	atomic_inc(&s->ctor);
+	return 0;
+}
+
+static void pn_dtor(void __percpu *obj, void *priv)
+{
+	struct pn_ctor_state *s = priv;
+	unsigned int cpu;
+
+	for_each_possible_cpu(cpu)
+		if (*(u64 *)per_cpu_ptr(obj, cpu) != (PN_PATTERN ^ cpu))
+			s->bad_dtor = true;
+	atomic_inc(&s->dtor);
+}
+
+static bool pn_constructed(void __percpu *obj)
+{
+	unsigned int cpu;
+
+	for_each_possible_cpu(cpu)
+		if (*(u64 *)per_cpu_ptr(obj, cpu) != (PN_PATTERN ^ cpu))
+			return false;
+	return true;
+}
+
+static void pn_test_ctor_dtor(struct kunit *test)
+{
+	struct pn_ctor_state s = { .fail_at = -1 };
+	struct pn_cache_stats st;
+	void __percpu **p;
+	struct pn_cache *c;
+	unsigned int n, i, round;
+
+	c = pn_kunit_cache(test, "kunit-ctor", 32, 0, pn_ctor, pn_dtor, &s);
+	n = pn_cache_objs_per_chunk(c);
+	p = kunit_kcalloc(test, n + 1, sizeof(*p), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, p);
+
+	pn_pin_self();
+	for (round = 0; round < 2; round++) {
+		for (i = 0; i < n + 1; i++) {
+			p[i] = pn_cache_alloc(c, GFP_KERNEL);
+			KUNIT_ASSERT_NE(test, pn_kaddr(p[i]), 0UL);
+			KUNIT_EXPECT_TRUE(test, pn_constructed(p[i]));
+		}
+		/* Two chunks constructed in full, once, whatever the round. */
+		KUNIT_EXPECT_EQ(test, atomic_read(&s.ctor), 2 * n);
+		KUNIT_EXPECT_EQ(test, atomic_read(&s.dtor), 0);
+		for (i = 0; i < n + 1; i++)
+			pn_cache_free(c, p[i]);
+	}
+	pn_unpin_self();
+	pn_cache_get_stats(c, &st);
+	KUNIT_EXPECT_EQ(test, st.in_use, 0ULL);
+	KUNIT_EXPECT_EQ(test, st.chunks, 2ULL);
+
+	/* Shrink: every object is back in a chunk, chunks and objects die. */
+	KUNIT_EXPECT_EQ(test, pn_cache_shrink(c), 2UL * n);
+	KUNIT_EXPECT_EQ(test, atomic_read(&s.dtor), 2 * n);
+	KUNIT_EXPECT_FALSE(test, s.bad_dtor);
+	pn_cache_get_stats(c, &st);
+	KUNIT_EXPECT_EQ(test, st.chunks, 0ULL);
+	KUNIT_EXPECT_EQ(test, st.chunk_releases, 2ULL);
+
+	/* Allocating again constructs a fresh chunk. */
+	p[0] = pn_cache_alloc(c, GFP_KERNEL);
+	KUNIT_ASSERT_NE(test, pn_kaddr(p[0]), 0UL);
+	KUNIT_EXPECT_EQ(test, atomic_read(&s.ctor), 3 * n);
+	pn_cache_free(c, p[0]);
+	KUNIT_EXPECT_EQ(test, pn_cache_destroy(c), 0UL);
+	KUNIT_EXPECT_EQ(test, atomic_read(&s.dtor), 3 * n);
+}
+
+static void pn_test_ctor_failure(struct kunit *test)
+{
+	struct pn_ctor_state s = { .fail_at = -1 };
+	struct pn_cache_stats st;
+	struct pn_cache *c;
+	void __percpu *p;
+	unsigned int n;
+
+	c = pn_kunit_cache(test, "kunit-ctorfail", 16, 0, pn_ctor, pn_dtor, &s);
+	n = pn_cache_objs_per_chunk(c);
+	s.fail_at = n / 2;
+
+	KUNIT_EXPECT_EQ(test, pn_kaddr(pn_cache_alloc(c, GFP_KERNEL)), 0UL);
+	/* The constructed half was destructed again: nothing leaked. */
+	KUNIT_EXPECT_EQ(test, atomic_read(&s.ctor), n / 2);
+	KUNIT_EXPECT_EQ(test, atomic_read(&s.dtor), n / 2);
+	pn_cache_get_stats(c, &st);
+	KUNIT_EXPECT_EQ(test, st.chunks, 0ULL);
+	KUNIT_EXPECT_EQ(test, st.chunk_fails, 1ULL);
+	KUNIT_EXPECT_EQ(test, st.in_use, 0ULL);
+
+	s.fail_at = -1;
+	p = pn_cache_alloc(c, GFP_KERNEL);
+	KUNIT_ASSERT_NE(test, pn_kaddr(p), 0UL);
+	KUNIT_EXPECT_TRUE(test, pn_constructed(p));
+	pn_cache_free(c, p);
+	KUNIT_EXPECT_EQ(test, pn_cache_destroy(c), 0UL);
+	KUNIT_EXPECT_EQ(test, atomic_read(&s.ctor), atomic_read(&s.dtor));
+	KUNIT_EXPECT_FALSE(test, s.bad_dtor);
+}
+
+/* ---- cross-CPU free ----------------------------------------------------- */
+
+#define PN_XCPU_N	96
+
+struct pn_xcpu {
+	struct pn_cache *c;
+	void __percpu *p[PN_XCPU_N];
+	bool ok;
+};
+
+static long pn_xcpu_alloc(void *arg)
+{
+	struct pn_xcpu *x = arg;
+	unsigned int i;
+
+	x->ok = true;
+	for (i = 0; i < PN_XCPU_N; i++) {
+		x->p[i] = pn_cache_alloc(x->c, GFP_KERNEL);
+		if (!x->p[i])
+			x->ok = false;
+		else
+			this_cpu_ptr((u64 __percpu *)x->p[i])[1] = i;
+	}
+	return 0;
+}
+
+static long pn_xcpu_free(void *arg)
+{
+	struct pn_xcpu *x = arg;
+	unsigned int i;
+
+	for (i = 0; i < PN_XCPU_N; i++)
+		pn_cache_free(x->c, x->p[i]);
+	return 0;
+}
+
+static unsigned int pn_two_cpus(unsigned int *b)
+{
+	unsigned int a = cpumask_first(cpu_online_mask);
+
+	*b = cpumask_next(a, cpu_online_mask);
+	return a;
+}
+
+static void pn_test_cross_cpu_free(struct kunit *test)
+{
+	struct pn_cache_stats st;
+	unsigned int a, b, i;
+	struct pn_xcpu *x;
+
+	if (pn_alloc_debug_forced())
+		kunit_skip(test, "alloc_debug=1: no magazines to test");
+
+	if (num_online_cpus() < 2)
+		kunit_skip(test, "needs two online CPUs");
+	x = kunit_kzalloc(test, sizeof(*x), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, x);
+	x->c = pn_kunit_cache(test, "kunit-xcpu", 64, 0, NULL, NULL, NULL);
+
+	cpus_read_lock();
+	a = pn_two_cpus(&b);
+	work_on_cpu(a, pn_xcpu_alloc, x);
+	KUNIT_EXPECT_TRUE(test, x->ok);
+	for (i = 0; i < PN_XCPU_N && x->ok; i++)
+		KUNIT_EXPECT_EQ(test, per_cpu_ptr((u64 __percpu *)x->p[i], a)[1], (u64)i);
+	work_on_cpu(b, pn_xcpu_free, x);
+	/* B's magazines now hold A's objects. */
+	KUNIT_EXPECT_GT(test, pn_cache_cpu_objects(x->c, b), 0U);
+	cpus_read_unlock();
+
+	pn_cache_get_stats(x->c, &st);
+	KUNIT_EXPECT_EQ(test, st.in_use, 0ULL);
+	/* Everything goes back to its chunk: every chunk is released. */
+	KUNIT_EXPECT_EQ(test, pn_cache_shrink(x->c),
+			(unsigned long)st.chunks * pn_cache_objs_per_chunk(x->c));
+	pn_cache_get_stats(x->c, &st);
+	KUNIT_EXPECT_EQ(test, st.chunks, 0ULL);
+	KUNIT_EXPECT_EQ(test, pn_cache_destroy(x->c), 0UL);
+}
+
+/* ---- reclaim ------------------------------------------------------------ */
+
+static void pn_test_shrinker_reclaim(struct kunit *test)
+{
+	struct pn_ctor_state s = { .fail_at = -1 };
+	struct pn_cache_stats st;
+	struct pn_xcpu *x;
+	unsigned int n, cpu;
+	u64 before;
+
+	if (pn_alloc_debug_forced())
+		kunit_skip(test, "alloc_debug=1: no magazines to test");
+
+	x = kunit_kzalloc(test, sizeof(*x), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, x);
+	/* 1 KiB objects: 8 per chunk, 16 per magazine, 12 chunks for 96. */
+	x->c = pn_kunit_cache(test, "kunit-shrink", 1024, 0, pn_ctor, pn_dtor, &s);
+	n = pn_cache_objs_per_chunk(x->c);
+
+	cpus_read_lock();
+	cpu = cpumask_first(cpu_online_mask);
+	work_on_cpu(cpu, pn_xcpu_alloc, x);
+	KUNIT_EXPECT_TRUE(test, x->ok);
+	work_on_cpu(cpu, pn_xcpu_free, x);
+	cpus_read_unlock();
+
+	pn_cache_get_stats(x->c, &st);
+	before = st.chunks;
+	KUNIT_EXPECT_EQ(test, before, (u64)DIV_ROUND_UP(PN_XCPU_N, n));
+	KUNIT_EXPECT_EQ(test, st.in_use, 0ULL);
+	/* The CPU keeps at most two magazines; the rest is reclaimable. */
+	KUNIT_EXPECT_LE(test, st.cpu_cached, 32ULL);
+	KUNIT_EXPECT_GT(test, pn_alloc_reclaim_count(), 0UL);
+
+	KUNIT_EXPECT_GT(test, pn_alloc_reclaim(ULONG_MAX), 0UL);
+	pn_cache_get_stats(x->c, &st);
+	/* Released chunks were destructed in full; the rest is still used. */
+	KUNIT_EXPECT_GE(test, st.chunk_releases, 1ULL);
+	KUNIT_EXPECT_EQ(test, st.chunks + st.chunk_releases, before);
+	KUNIT_EXPECT_EQ(test, (u64)atomic_read(&s.dtor), st.chunk_releases * n);
+	KUNIT_EXPECT_EQ(test, st.free_chunks, 0ULL);
+	KUNIT_EXPECT_EQ(test, st.full_mags, 0ULL);
+	/* Only chunks that hold a magazine object of the CPU survive. */
+	KUNIT_EXPECT_LE(test, st.chunks, st.cpu_cached);
+	KUNIT_EXPECT_FALSE(test, s.bad_dtor);
+
+	KUNIT_EXPECT_EQ(test, pn_cache_destroy(x->c), 0UL);
+	KUNIT_EXPECT_EQ(test, atomic_read(&s.dtor), atomic_read(&s.ctor));
+}
+
+/* ---- destroy with leaked objects ---------------------------------------- */
+
+static void pn_test_destroy_leaked(struct kunit *test)
+{
+	struct pn_ctor_state s = { .fail_at = -1 };
+	void __percpu *p[3];
+	struct pn_cache *c;
+	unsigned int i;
+
+	c = pn_kunit_cache(test, "kunit-leak", 48, 0, pn_ctor, pn_dtor, &s);
+	for (i = 0; i < 3; i++) {
+		p[i] = pn_cache_alloc(c, GFP_KERNEL);
+		KUNIT_ASSERT_NE(test, pn_kaddr(p[i]), 0UL);
+	}
+	pn_cache_free(c, p[1]);
+	KUNIT_EXPECT_EQ(test, pn_cache_destroy(c), 2UL);
+	/* The leaked two are not destructed (their state is unknown). */
+	KUNIT_EXPECT_EQ(test, atomic_read(&s.dtor), atomic_read(&s.ctor) - 2);
+
+	c = pn_kunit_cache(test, "kunit-leak-dbg", 48, PN_CACHE_DEBUG, NULL, NULL, NULL);
+	p[0] = pn_cache_alloc(c, GFP_KERNEL);
+	KUNIT_ASSERT_NE(test, pn_kaddr(p[0]), 0UL);
+	KUNIT_EXPECT_EQ(test, pn_cache_destroy(c), 1UL);
+}
+
+/* ---- hotplug ------------------------------------------------------------ */
+
+static void pn_test_hotplug_drain(struct kunit *test)
+{
+	struct pn_cache_stats st;
+	struct pn_xcpu *x;
+	unsigned int cpu;
+	int ret;
+
+	if (pn_alloc_debug_forced())
+		kunit_skip(test, "alloc_debug=1: no magazines to test");
+
+	if (!IS_ENABLED(CONFIG_HOTPLUG_CPU))
+		kunit_skip(test, "CONFIG_HOTPLUG_CPU is off");
+	if (num_online_cpus() < 2)
+		kunit_skip(test, "needs two online CPUs");
+	x = kunit_kzalloc(test, sizeof(*x), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, x);
+	x->c = pn_kunit_cache(test, "kunit-hotplug", 64, 0, NULL, NULL, NULL);
+
+	cpus_read_lock();
+	cpu = cpumask_last(cpu_online_mask);
+	work_on_cpu(cpu, pn_xcpu_alloc, x);
+	work_on_cpu(cpu, pn_xcpu_free, x);
+	cpus_read_unlock();
+	KUNIT_EXPECT_TRUE(test, x->ok);
+	KUNIT_EXPECT_GT(test, pn_cache_cpu_objects(x->c, cpu), 0U);
+
+	ret = remove_cpu(cpu);
+	if (ret) {
+		pn_cache_destroy(x->c);
+		kunit_skip(test, "remove_cpu(%u) failed: %d", cpu, ret);
+	}
+	/* The dead CPU's magazines were drained; no CPU caches anything. */
+	KUNIT_EXPECT_EQ(test, pn_cache_cpu_objects(x->c, cpu), 0U);
+	pn_cache_get_stats(x->c, &st);
+	KUNIT_EXPECT_EQ(test, st.cpu_cached, 0ULL);
+	KUNIT_EXPECT_GT(test, st.chunks, 0ULL);
+	/* So reclaim (depot flush) frees every chunk of the cache. */
+	pn_alloc_reclaim(ULONG_MAX);
+	pn_cache_get_stats(x->c, &st);
+	KUNIT_EXPECT_EQ(test, st.chunks, 0ULL);
+	KUNIT_EXPECT_EQ(test, add_cpu(cpu), 0);
+	KUNIT_EXPECT_EQ(test, pn_cache_destroy(x->c), 0UL);
+}
+
+/* ---- injected failures, non-blocking requests --------------------------- */
+
+static void pn_test_injected_failures(struct kunit *test)
+{
+	struct pn_ctor_state s = { .fail_at = -1 };
+	struct pn_cache_stats st;
+	struct pn_cache *c;
+	void __percpu *p;
+
+	c = pn_kunit_cache(test, "kunit-inject", 128, 0, pn_ctor, pn_dtor, &s);
+	pn_alloc_inject_chunk_failures(2);
+	KUNIT_EXPECT_EQ(test, pn_kaddr(pn_cache_alloc(c, GFP_KERNEL)), 0UL);
+	KUNIT_EXPECT_EQ(test, pn_kaddr(pn_cache_alloc(c, GFP_KERNEL)), 0UL);
+	KUNIT_EXPECT_EQ(test, atomic_read(&s.ctor), 0);
+	p = pn_cache_alloc(c, GFP_KERNEL);
+	KUNIT_EXPECT_NE(test, pn_kaddr(p), 0UL);
+	pn_cache_get_stats(c, &st);
+	KUNIT_EXPECT_EQ(test, st.chunk_fails, 2ULL);
+	KUNIT_EXPECT_EQ(test, st.chunks, 1ULL);
+	pn_cache_free(c, p);
+	pn_alloc_inject_chunk_failures(0);
+	KUNIT_EXPECT_EQ(test, pn_cache_destroy(c), 0UL);
+	KUNIT_EXPECT_EQ(test, atomic_read(&s.ctor), atomic_read(&s.dtor));
+}
+
+static void pn_test_nonblocking(struct kunit *test)
+{
+	struct pn_cache_stats st;
+	struct pn_cache *c;
+	unsigned long flags;
+	void __percpu *p;
+
+	c = pn_kunit_cache(test, "kunit-nowait", 16, PN_CACHE_ZERO, NULL, NULL, NULL);
+	/* Nothing cached yet: a non-blocking request fails, creates nothing. */
+	KUNIT_EXPECT_EQ(test, pn_kaddr(pn_cache_alloc(c, GFP_NOWAIT)), 0UL);
+	pn_cache_get_stats(c, &st);
+	KUNIT_EXPECT_EQ(test, st.chunks, 0ULL);
+
+	p = pn_cache_alloc(c, GFP_KERNEL);
+	KUNIT_ASSERT_NE(test, pn_kaddr(p), 0UL);
+	pn_cache_free(c, p);
+
+	/* Now served from the cache, with interrupts off (atomic context). */
+	local_irq_save(flags);
+	p = pn_cache_alloc(c, GFP_ATOMIC);
+	if (p) {
+		this_cpu_write(*(u64 __percpu *)p, 1);
+		pn_cache_free(c, p);
+	}
+	local_irq_restore(flags);
+	KUNIT_EXPECT_NE(test, pn_kaddr(p), 0UL);
+	KUNIT_EXPECT_EQ(test, pn_cache_destroy(c), 0UL);
+}
+
+/* ---- debug mode --------------------------------------------------------- */
+
+static void pn_test_debug_mode(struct kunit *test)
+{
+	void __percpu *a, *b;
+	struct pn_cache_stats st;
+	struct pn_cache *c;
+	unsigned int cpu;
+
+	c = pn_kunit_cache(test, "kunit-debug", 16, PN_CACHE_DEBUG, NULL, NULL, NULL);
+	a = pn_cache_alloc(c, GFP_KERNEL);
+	KUNIT_ASSERT_NE(test, pn_kaddr(a), 0UL);
+	pn_cache_free(c, a);
+	pn_cache_free(c, a);		/* double free: detected, ignored */
+	pn_cache_get_stats(c, &st);
+	KUNIT_EXPECT_EQ(test, st.double_frees, 1ULL);
+	KUNIT_EXPECT_EQ(test, st.in_use, 0ULL);
+
+	/* A freed object is poisoned on every possible CPU. */
+	KUNIT_EXPECT_TRUE(test, pn_all_bytes(a, 16, 0x6b));
+
+	/* The lowest free object comes back: its poison is intact. */
+	b = pn_cache_alloc(c, GFP_KERNEL);
+	KUNIT_ASSERT_EQ(test, pn_kaddr(b), pn_kaddr(a));
+	pn_cache_get_stats(c, &st);
+	KUNIT_EXPECT_EQ(test, st.poison_errors, 0ULL);
+
+	/* Write after free: caught at the next allocation. */
+	pn_cache_free(c, b);
+	cpu = cpumask_last(cpu_possible_mask);
+	*(u8 *)per_cpu_ptr(b, cpu) = 0;
+	a = pn_cache_alloc(c, GFP_KERNEL);
+	KUNIT_ASSERT_EQ(test, pn_kaddr(a), pn_kaddr(b));
+	pn_cache_get_stats(c, &st);
+	KUNIT_EXPECT_EQ(test, st.poison_errors, 1ULL);
+
+	/* A pointer into the middle of an object is not an object. */
+	pn_cache_free(c, (void __percpu *)((char __percpu *)a + 1));
+	pn_cache_get_stats(c, &st);
+	KUNIT_EXPECT_EQ(test, st.bad_frees, 1ULL);
+	KUNIT_EXPECT_EQ(test, st.in_use, 1ULL);
+
+	pn_cache_free(c, a);
+	KUNIT_EXPECT_EQ(test, pn_cache_destroy(c), 0UL);
+}
+
+/* ---- tracepoints and the sized API's free check ------------------------- */
+
+static void pn_count_create(void *data, const char *cache, unsigned int bytes,
+			    unsigned int objs, int ret)
+{
+	if (!strcmp(cache, "kunit-trace"))
+		atomic_inc(ret ? &((atomic_t *)data)[1] : &((atomic_t *)data)[0]);
+}
+
+static void pn_count_release(void *data, const char *cache, unsigned int bytes,
+			     unsigned int objs)
+{
+	if (!strcmp(cache, "kunit-trace"))
+		atomic_inc(&((atomic_t *)data)[2]);
+}
+
+static void pn_test_tracepoints(struct kunit *test)
+{
+	atomic_t *n;
+	struct pn_cache *c;
+	void __percpu *p;
+
+	if (!IS_ENABLED(CONFIG_TRACEPOINTS))
+		kunit_skip(test, "CONFIG_TRACEPOINTS is off");
+	n = kunit_kcalloc(test, 3, sizeof(*n), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, n);
+	KUNIT_ASSERT_EQ(test, register_trace_pn_chunk_create(pn_count_create, n), 0);
+	KUNIT_ASSERT_EQ(test, register_trace_pn_chunk_release(pn_count_release, n), 0);
+
+	c = pn_kunit_cache(test, "kunit-trace", 64, 0, NULL, NULL, NULL);
+	pn_alloc_inject_chunk_failures(1);
+	KUNIT_EXPECT_EQ(test, pn_kaddr(pn_cache_alloc(c, GFP_KERNEL)), 0UL);
+	p = pn_cache_alloc(c, GFP_KERNEL);
+	KUNIT_EXPECT_NE(test, pn_kaddr(p), 0UL);
+	/* Not a size-class object: the sized free refuses it. */
+	pn_free_percpu(p);
+	KUNIT_EXPECT_PTR_EQ(test, pn_cache_of(p), c);
+	pn_cache_free(c, p);
+	pn_cache_shrink(c);
+	pn_cache_destroy(c);
+
+	unregister_trace_pn_chunk_release(pn_count_release, n);
+	unregister_trace_pn_chunk_create(pn_count_create, n);
+	tracepoint_synchronize_unregister();
+	KUNIT_EXPECT_EQ(test, atomic_read(&n[0]), 1);	/* created */
+	KUNIT_EXPECT_EQ(test, atomic_read(&n[1]), 1);	/* injected failure */
+	KUNIT_EXPECT_EQ(test, atomic_read(&n[2]), 1);	/* released */
+}
+
+static struct kunit_case pn_alloc_cases[] = {
+	KUNIT_CASE(pn_test_percpu_semantics),
+	KUNIT_CASE(pn_test_alignment),
+	KUNIT_CASE(pn_test_zeroing),
+	KUNIT_CASE(pn_test_ctor_dtor),
+	KUNIT_CASE(pn_test_ctor_failure),
+	KUNIT_CASE(pn_test_cross_cpu_free),
+	KUNIT_CASE(pn_test_shrinker_reclaim),
+	KUNIT_CASE(pn_test_destroy_leaked),
+	KUNIT_CASE_SLOW(pn_test_hotplug_drain),
+	KUNIT_CASE(pn_test_injected_failures),
+	KUNIT_CASE(pn_test_nonblocking),
+	KUNIT_CASE(pn_test_debug_mode),
+	KUNIT_CASE(pn_test_tracepoints),
+	{}
+};
+
+static struct kunit_suite pn_alloc_suite = {
+	.name = "pcpu_next_alloc",
+	.test_cases = pn_alloc_cases,
+};
+
+kunit_test_suite(pn_alloc_suite);

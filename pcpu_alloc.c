@@ -1,0 +1,1955 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * pcpu_alloc: per-CPU object caches with magazines, a depot and chunks.
+ *
+ * The kernel's dynamic per-CPU allocator takes one global mutex (and a
+ * spinlock) for every allocation and every free, searches a bitmap, and
+ * zeroes the area on every possible CPU each time.  This file puts an
+ * object cache in front of it, in the style of the slab magazine layer:
+ *
+ *   pn_cache_alloc / pn_cache_free           (any context; see GFP rules)
+ *        |
+ *        v   local_lock_irqsave(cache->cpu->lock)
+ *   +-------------------------- per CPU (struct pn_cpu_cache) -------+
+ *   |  loaded: [o o o o . . .]   prev: [o o o o o o o] (full|empty)   |
+ *   +-----------------------------------------------------------------+
+ *        |  loaded empty on alloc / full on free: exchange with depot
+ *        v   spin_lock(cache->lock)
+ *   +-------------------------- per cache (depot) --------------------+
+ *   |  full_mags:  [M][M][M]   (at most PN_DEPOT_MAX, excess flushed) |
+ *   |  empty_mags: [ ][ ]                                             |
+ *   |  chunks_partial / chunks_free / chunks_full                     |
+ *   +-----------------------------------------------------------------+
+ *        |  no free object anywhere: drop every lock, then
+ *        v
+ *   pn_chunk_create(): __alloc_percpu_gfp(nr_objs * size) (<= 32 KiB),
+ *        constructor on each object, insert [base, base+bytes) into
+ *        pn_chunk_tree (maple tree, global), add to chunks_free.
+ *
+ * A chunk is one __alloc_percpu_gfp() area carved into nr_objs objects of
+ * cache->size bytes; object i is base + i * size, so it is a genuine
+ * __percpu pointer (this_cpu_*() and per_cpu_ptr() work on it) aligned to
+ * cache->align on every CPU (unit offsets are page aligned).
+ *
+ * Finding the chunk of an object: pn_chunk_tree maps the range of __percpu
+ * addresses of every live chunk to the chunk.  Distinct per-CPU areas never
+ * overlap, so one global tree serves every cache, and the sized API's free
+ * finds the size class from the pointer alone.  Lookups (mtree_load()) are
+ * lockless under RCU; the tree is written only when a chunk is created or
+ * released (process context, no pcpu_next lock held).  The fast paths do
+ * not look anything up: pn_cache_free() gets its cache from the caller,
+ * pn_free_percpu() does one tree walk.
+ *
+ * Invariants
+ *  - An object is in exactly one place: handed out, in one magazine (of a
+ *    CPU or of the depot), or free in its chunk's free_map.
+ *  - cc->prev is NULL, empty or full; cc->loaded may be partially filled.
+ *  - A chunk is on chunks_free iff nr_free == nr_objs, on chunks_full iff
+ *    nr_free == 0, else on chunks_partial.  Only chunks_free chunks are
+ *    released, so a chunk that owns a handed-out or magazine object is
+ *    alive, which is what makes the lockless lookup of a live object safe.
+ *  - With a constructor, every object of a chunk is constructed while the
+ *    chunk exists: objects are constructed when the chunk is created and
+ *    destroyed when it is released.  The contract for users: an object
+ *    must be freed in its constructed state, because the next allocation
+ *    hands it out again without running the constructor.
+ *  - Without a constructor and with PN_CACHE_ZERO (the sized API), the
+ *    allocation is zeroed on every possible CPU, as alloc_percpu() does.
+ *
+ * Locking
+ *  - cache->cpu->lock (local_lock, IRQ-saving): this CPU's magazines and
+ *    counters.  Taken on every fast-path operation; it is per CPU, so there
+ *    is no shared lock and no atomic on the fast path.
+ *  - cache->lock (spinlock, IRQ-safe): depot lists, chunk lists and every
+ *    chunk's free_map/nr_free, the depot counters.  Nests inside the local
+ *    lock.  Nothing is allocated or freed under it.
+ *  - pn_caches_lock (mutex): the list of caches (shrinker, debugfs).
+ *  - Remote CPUs' magazines are touched only (a) by pn_cpu_dead() after the
+ *    CPU is dead, (b) by pn_cache_shrink() through an IPI on the owning CPU
+ *    (which runs with IRQs off, so it excludes that CPU's fast path), and
+ *    (c) by pn_cache_destroy(), when the caller guarantees no other use.
+ *    A magazine leaves a CPU only under cache->lock, and is freed only
+ *    after being unlinked from empty_mags under cache->lock: readers of
+ *    remote magazine counts (statistics) hold cache->lock.
+ *
+ * GFP: the kernel allocator (chunks, magazines, tree nodes) is only called
+ * with no pcpu_next spinlock held.  A request that cannot block
+ * (GFP_NOWAIT, GFP_ATOMIC) is served from magazines, depot and existing
+ * chunks, and otherwise fails with NULL: it never creates a chunk (that
+ * may run a sleeping constructor and insert into the chunk tree).
+ *
+ * Memory ordering: all shared state is protected by cache->lock, the local
+ * lock or the mutex.  A chunk is inserted into pn_chunk_tree before any of
+ * its objects is published (under cache->lock), and erased after it was
+ * unlinked from every list; its struct is freed through RCU.
+ *
+ * Sized API: thirteen caches, one per power of two from 8 B to 32 KiB,
+ * created with PN_CACHE_ZERO; an object of class 2^k is aligned to
+ * min(2^k, PAGE_SIZE).  Zeroing on every possible CPU is the price of
+ * alloc_percpu() semantics and dominates the cost when possible CPUs are
+ * many; a constructor cache (objects kept in constructed state) avoids it.
+ *
+ * Reclaim: the shrinker counts full depot magazines and free chunks; its
+ * scan flushes depots to the chunks and releases free chunks (destructors
+ * run there).  Per-CPU magazines (at most 2 * mag_cap objects a CPU) are
+ * left alone by the shrinker, which must not take the CPU hotplug lock;
+ * pn_cache_shrink() drains them too.  A dead CPU's magazines are drained
+ * by the cpuhp multi-instance "dead" callback (one instance per cache).
+ *
+ * Observability: /sys/kernel/debug/pcpu_next/alloc/stats (0400) has a row
+ * per cache; alloc/fail_next_chunks (0600) reads and sets how many of the
+ * next chunk creations fail (fault injection).  Tracepoints (system
+ * pcpu_next_alloc): pn_chunk_create, pn_chunk_release, pn_depot_refill,
+ * pn_depot_flush.
+ *
+ * Debug mode (PN_CACHE_DEBUG, or alloc_debug=1 for every cache): the
+ * magazines are bypassed, every operation goes to the chunk layer under
+ * cache->lock, where the free_map is exact.  A free of a free object is a
+ * reported double free and is ignored; a pointer that is not an object of
+ * the cache is reported and ignored; objects without constructor are
+ * poisoned on every possible CPU when freed and checked at allocation; the
+ * allocation site of every object is kept and printed for leaks at destroy.
+ */
+
+#define pr_fmt(fmt) KBUILD_MODNAME ": alloc: " fmt
+
+#include <linux/atomic.h>
+#include <linux/bitmap.h>
+#include <linux/cpu.h>
+#include <linux/cpuhotplug.h>
+#include <linux/debugfs.h>
+#include <linux/kernel.h>
+#include <linux/list.h>
+#include <linux/local_lock.h>
+#include <linux/log2.h>
+#include <linux/maple_tree.h>
+#include <linux/math64.h>
+#include <linux/module.h>
+#include <linux/mutex.h>
+#include <linux/percpu.h>
+#include <linux/rcupdate.h>
+#include <linux/seq_file.h>
+#include <linux/shrinker.h>
+#include <linux/slab.h>
+#include <linux/smp.h>
+#include <linux/spinlock.h>
+#include <linux/string.h>
+#include <linux/uaccess.h>
+
+#include <pcpu_next/internal.h>
+#include <pcpu_next/pcpu_alloc.h>
+
+#define CREATE_TRACE_POINTS
+#include <pcpu_next/trace_pcpu_alloc.h>
+
+#define PN_CHUNK_TARGET		8192U	/* bytes per CPU a chunk aims for */
+#define PN_CHUNK_MAX_OBJS	1024U
+#define PN_DEPOT_MAX		256U	/* full magazines kept in a depot */
+#define PN_POISON		0x6b
+#define PN_ZERO_WORDS_MAX	64U	/* zero up to this with word stores */
+#define PN_LEAKS_LISTED		16U
+#define PN_FAIL_MAX		BIT(20)
+
+static bool pn_alloc_debug;
+module_param_named(alloc_debug, pn_alloc_debug, bool, 0444);
+MODULE_PARM_DESC(alloc_debug, "Debug mode (poison, double-free detection, leak listing) for every pcpu_next cache");
+
+/* A magazine: a stack of free objects. */
+struct pn_mag {
+	struct list_head list;		/* in cache->full_mags or empty_mags */
+	unsigned int nr;
+	void __percpu *objs[];
+};
+
+/* One CPU's front end of a cache; protected by @lock on that CPU. */
+struct pn_cpu_cache {
+	local_lock_t lock;
+	struct pn_mag *loaded;
+	struct pn_mag *prev;
+	unsigned long allocs;
+	unsigned long frees;
+	unsigned long hits;
+	unsigned long misses;
+};
+
+struct pn_chunk {
+	struct pn_cache *cache;
+	void __percpu *base;
+	struct list_head list;		/* in one of the cache's chunk lists */
+	unsigned int nr_free;		/* set bits of free_map */
+	bool dead;			/* unlinked, being released */
+	unsigned long *callers;		/* debug: allocation site per object */
+	struct rcu_head rcu;
+	unsigned long free_map[];	/* bit set: object free in the chunk */
+};
+
+struct pn_cache {
+	char name[PN_CACHE_NAME_MAX];
+	unsigned int size;		/* object stride, multiple of align */
+	unsigned int align;
+	unsigned int flags;
+	unsigned int nr_objs;		/* objects per chunk */
+	unsigned int chunk_bytes;	/* nr_objs * size */
+	unsigned int mag_cap;
+	bool sized;			/* a size class of the sized API */
+	pn_ctor_t ctor;
+	pn_dtor_t dtor;
+	void *priv;
+	struct pn_cpu_cache __percpu *cpu;
+
+	/* lock protects everything from here to the end of the depot block */
+	spinlock_t lock;
+	struct list_head full_mags;
+	struct list_head empty_mags;
+	unsigned int nr_full_mags;
+	unsigned int nr_empty_mags;
+	struct list_head chunks_partial;
+	struct list_head chunks_free;
+	struct list_head chunks_full;
+	unsigned long nr_chunks;
+	unsigned long nr_free_chunks;
+	unsigned long depot_refills;
+	unsigned long depot_flushes;
+	unsigned long chunk_creates;
+	unsigned long chunk_releases;
+	/* end of the cache->lock block */
+
+	atomic_long_t chunk_fails;
+	atomic_long_t double_frees;
+	atomic_long_t poison_errors;
+	atomic_long_t bad_frees;
+	struct hlist_node cpuhp_node;
+	struct list_head node;		/* in pn_caches, under pn_caches_lock */
+};
+
+/*
+ * Live chunks by __percpu address range; see the essay above.  RCU mode:
+ * lockless readers need replaced tree nodes to be freed after a grace
+ * period.
+ */
+static struct maple_tree pn_chunk_tree = MTREE_INIT(pn_chunk_tree, MT_FLAGS_USE_RCU);
+
+/* pn_caches_lock protects pn_caches, the list of every cache. */
+static DEFINE_MUTEX(pn_caches_lock);
+static LIST_HEAD(pn_caches);
+
+static enum cpuhp_state pn_cpuhp_state;
+static struct shrinker *pn_shrinker;
+static struct dentry *pn_alloc_dir;
+static atomic_t pn_fail_next = ATOMIC_INIT(0);
+
+#define PN_NR_CLASSES	13	/* 8 B .. 32 KiB, powers of two */
+static struct pn_cache *pn_size_caches[PN_NR_CLASSES];
+
+static inline unsigned long pn_addr(const void __percpu *p)
+{
+	return (__force unsigned long)p;
+}
+
+static inline void __percpu *pn_obj(struct pn_cache *c, struct pn_chunk *ch,
+				    unsigned int idx)
+{
+	return (void __percpu *)((char __percpu *)ch->base + idx * c->size);
+}
+
+static inline unsigned int pn_idx(struct pn_cache *c, struct pn_chunk *ch,
+				  void __percpu *obj)
+{
+	return (pn_addr(obj) - pn_addr(ch->base)) / c->size;
+}
+
+/* Caller holds rcu_read_lock() unless it owns an object of the chunk. */
+static inline struct pn_chunk *pn_chunk_lookup(const void __percpu *obj)
+{
+	return mtree_load(&pn_chunk_tree, pn_addr(obj));
+}
+
+/* ---- chunk layer (cache->lock) ------------------------------------------ */
+
+static void pn_chunk_put_idx(struct pn_cache *c, struct pn_chunk *ch,
+			     unsigned int idx)
+{
+	lockdep_assert_held(&c->lock);
+	__set_bit(idx, ch->free_map);
+	if (++ch->nr_free == c->nr_objs) {
+		list_move(&ch->list, &c->chunks_free);
+		c->nr_free_chunks++;
+	} else if (ch->nr_free == 1) {
+		list_move(&ch->list, &c->chunks_partial);
+	}
+}
+
+/* Give an object that is not free in its chunk back to the chunk. */
+static void pn_chunk_put_obj(struct pn_cache *c, void __percpu *obj)
+{
+	struct pn_chunk *ch = pn_chunk_lookup(obj);
+
+	pn_chunk_put_idx(c, ch, pn_idx(c, ch, obj));
+}
+
+/* Take up to @n free objects out of the chunks; partial chunks first. */
+static unsigned int pn_chunks_take(struct pn_cache *c, void __percpu **objs,
+				   unsigned int n)
+{
+	unsigned int got = 0, idx;
+	struct pn_chunk *ch;
+
+	lockdep_assert_held(&c->lock);
+	while (got < n) {
+		ch = list_first_entry_or_null(&c->chunks_partial,
+					      struct pn_chunk, list);
+		if (!ch)
+			ch = list_first_entry_or_null(&c->chunks_free,
+						      struct pn_chunk, list);
+		if (!ch)
+			break;
+		if (ch->nr_free == c->nr_objs)
+			c->nr_free_chunks--;
+		while (got < n && ch->nr_free) {
+			idx = find_first_bit(ch->free_map, c->nr_objs);
+			__clear_bit(idx, ch->free_map);
+			ch->nr_free--;
+			objs[got++] = pn_obj(c, ch, idx);
+		}
+		list_move(&ch->list, ch->nr_free ? &c->chunks_partial :
+						    &c->chunks_full);
+	}
+	return got;
+}
+
+static void pn_mag_flush(struct pn_cache *c, struct pn_mag *m)
+{
+	unsigned int i;
+
+	lockdep_assert_held(&c->lock);
+	for (i = 0; i < m->nr; i++)
+		pn_chunk_put_obj(c, m->objs[i]);
+	m->nr = 0;
+}
+
+/* Empty one CPU's magazines into the chunks; the CPU must not run them. */
+static void pn_drain_cpu(struct pn_cache *c, struct pn_cpu_cache *cc)
+{
+	struct pn_mag *mags[2] = { cc->loaded, cc->prev };
+	unsigned int i;
+
+	lockdep_assert_held(&c->lock);
+	cc->loaded = NULL;
+	cc->prev = NULL;
+	for (i = 0; i < ARRAY_SIZE(mags); i++) {
+		if (!mags[i])
+			continue;
+		pn_mag_flush(c, mags[i]);
+		list_add(&mags[i]->list, &c->empty_mags);
+		c->nr_empty_mags++;
+	}
+}
+
+static void pn_depot_flush_all(struct pn_cache *c)
+{
+	struct pn_mag *m;
+
+	lockdep_assert_held(&c->lock);
+	while ((m = list_first_entry_or_null(&c->full_mags, struct pn_mag,
+					     list))) {
+		pn_mag_flush(c, m);
+		list_move(&m->list, &c->empty_mags);
+		c->nr_full_mags--;
+		c->nr_empty_mags++;
+	}
+}
+
+/* ---- chunk creation and release (no spinlock held) ---------------------- */
+
+static bool pn_should_fail_chunk(void)
+{
+	return atomic_add_unless(&pn_fail_next, -1, 0);
+}
+
+static void pn_chunk_free_meta(struct pn_chunk *ch)
+{
+	kfree(ch->callers);
+	kfree(ch);
+}
+
+static void pn_chunk_free_rcu(struct rcu_head *head)
+{
+	pn_chunk_free_meta(container_of(head, struct pn_chunk, rcu));
+}
+
+static struct pn_chunk *pn_chunk_create(struct pn_cache *c, gfp_t gfp)
+{
+	unsigned int built = 0, cpu;
+	struct pn_chunk *ch;
+
+	might_sleep();
+	gfp &= ~__GFP_ZERO;
+	if (pn_should_fail_chunk())
+		goto fail;
+	ch = kzalloc(struct_size(ch, free_map, BITS_TO_LONGS(c->nr_objs)), gfp);
+	if (!ch)
+		goto fail;
+	if (c->flags & PN_CACHE_DEBUG) {
+		ch->callers = kcalloc(c->nr_objs, sizeof(*ch->callers), gfp);
+		if (!ch->callers)
+			goto free_meta;
+	}
+	ch->base = __alloc_percpu_gfp(c->chunk_bytes, c->align, gfp);
+	if (!ch->base)
+		goto free_meta;
+	ch->cache = c;
+	INIT_LIST_HEAD(&ch->list);
+	ch->nr_free = c->nr_objs;
+	bitmap_fill(ch->free_map, c->nr_objs);
+
+	if (c->ctor) {
+		for (built = 0; built < c->nr_objs; built++)
+			if (c->ctor(pn_obj(c, ch, built), c->priv))
+				goto destruct;
+	} else if (c->flags & PN_CACHE_DEBUG) {
+		for_each_possible_cpu(cpu)
+			memset(per_cpu_ptr(ch->base, cpu), PN_POISON,
+			       c->chunk_bytes);
+	}
+	if (mtree_insert_range(&pn_chunk_tree, pn_addr(ch->base),
+			       pn_addr(ch->base) + c->chunk_bytes - 1, ch, gfp))
+		goto destruct;
+	trace_pn_chunk_create(c->name, c->chunk_bytes, c->nr_objs, 0);
+	return ch;
+
+destruct:
+	while (c->dtor && built--)
+		c->dtor(pn_obj(c, ch, built), c->priv);
+	free_percpu(ch->base);
+free_meta:
+	pn_chunk_free_meta(ch);
+fail:
+	atomic_long_inc(&c->chunk_fails);
+	trace_pn_chunk_create(c->name, c->chunk_bytes, c->nr_objs, -ENOMEM);
+	return NULL;
+}
+
+/* Release an unlinked chunk: destructors, tree, per-CPU memory, struct. */
+static void pn_chunk_release(struct pn_cache *c, struct pn_chunk *ch)
+{
+	unsigned int i;
+
+	if (c->dtor)
+		for_each_set_bit(i, ch->free_map, c->nr_objs)
+			c->dtor(pn_obj(c, ch, i), c->priv);
+	mtree_erase(&pn_chunk_tree, pn_addr(ch->base));
+	free_percpu(ch->base);
+	trace_pn_chunk_release(c->name, c->chunk_bytes, c->nr_objs);
+	call_rcu(&ch->rcu, pn_chunk_free_rcu);
+}
+
+static struct pn_mag *pn_mag_new(struct pn_cache *c, gfp_t gfp)
+{
+	struct pn_mag *m = kmalloc(struct_size(m, objs, c->mag_cap), gfp);
+
+	if (m)
+		m->nr = 0;
+	return m;
+}
+
+/* Hand a new empty magazine to the depot. */
+static void pn_mag_donate(struct pn_cache *c, gfp_t gfp)
+{
+	struct pn_mag *m = pn_mag_new(c, gfp);
+	unsigned long flags;
+
+	if (!m)
+		return;
+	spin_lock_irqsave(&c->lock, flags);
+	list_add(&m->list, &c->empty_mags);
+	c->nr_empty_mags++;
+	spin_unlock_irqrestore(&c->lock, flags);
+}
+
+/* Add a chunk (and a magazine if the depot has none). */
+static int pn_grow(struct pn_cache *c, gfp_t gfp)
+{
+	struct pn_mag *m = NULL;
+	struct pn_chunk *ch;
+	unsigned long flags;
+
+	ch = pn_chunk_create(c, gfp);
+	if (!ch)
+		return -ENOMEM;
+	if (!READ_ONCE(c->nr_empty_mags) && !(c->flags & PN_CACHE_DEBUG))
+		m = pn_mag_new(c, gfp | __GFP_NOWARN);
+
+	spin_lock_irqsave(&c->lock, flags);
+	list_add(&ch->list, &c->chunks_free);
+	c->nr_chunks++;
+	c->nr_free_chunks++;
+	c->chunk_creates++;
+	if (m) {
+		list_add(&m->list, &c->empty_mags);
+		c->nr_empty_mags++;
+	}
+	spin_unlock_irqrestore(&c->lock, flags);
+	return 0;
+}
+
+/* ---- magazine layer ----------------------------------------------------- */
+
+/* Both locks held; loaded is NULL or empty, prev is NULL or empty. */
+static void __percpu *pn_depot_alloc(struct pn_cache *c,
+				     struct pn_cpu_cache *cc)
+{
+	void __percpu *obj;
+	struct pn_mag *m;
+
+	lockdep_assert_held(&c->lock);
+	m = list_first_entry_or_null(&c->full_mags, struct pn_mag, list);
+	if (m) {
+		list_del(&m->list);
+		c->nr_full_mags--;
+		c->depot_refills++;
+		trace_pn_depot_refill(c->name, c->nr_full_mags);
+		if (cc->prev) {
+			list_add(&cc->prev->list, &c->empty_mags);
+			c->nr_empty_mags++;
+		}
+		cc->prev = cc->loaded;
+		cc->loaded = m;
+		return m->objs[--m->nr];
+	}
+
+	m = cc->loaded;
+	if (!m && cc->prev) {
+		m = cc->prev;
+		cc->prev = NULL;
+	} else if (!m) {
+		m = list_first_entry_or_null(&c->empty_mags, struct pn_mag, list);
+		if (m) {
+			list_del(&m->list);
+			c->nr_empty_mags--;
+		}
+	}
+	cc->loaded = m;
+	if (m) {
+		m->nr = pn_chunks_take(c, m->objs, c->mag_cap);
+		return m->nr ? m->objs[--m->nr] : NULL;
+	}
+	return pn_chunks_take(c, &obj, 1) ? obj : NULL;
+}
+
+static void __percpu *pn_mag_alloc(struct pn_cache *c)
+{
+	struct pn_cpu_cache *cc;
+	void __percpu *obj;
+	unsigned long flags;
+	struct pn_mag *m;
+
+	local_lock_irqsave(&c->cpu->lock, flags);
+	cc = this_cpu_ptr(c->cpu);
+	m = cc->loaded;
+	if (likely(m && m->nr))
+		goto hit;
+	if (cc->prev && cc->prev->nr) {
+		swap(cc->loaded, cc->prev);
+		m = cc->loaded;
+		goto hit;
+	}
+	cc->misses++;
+	spin_lock(&c->lock);
+	obj = pn_depot_alloc(c, cc);
+	spin_unlock(&c->lock);
+	if (obj)
+		cc->allocs++;
+	local_unlock_irqrestore(&c->cpu->lock, flags);
+	return obj;
+hit:
+	obj = m->objs[--m->nr];
+	cc->hits++;
+	cc->allocs++;
+	local_unlock_irqrestore(&c->cpu->lock, flags);
+	return obj;
+}
+
+/*
+ * Both locks held; loaded is NULL or full, prev is NULL or full.  Returns
+ * true if the depot had no empty magazine (the object went to its chunk).
+ */
+static bool pn_depot_free(struct pn_cache *c, struct pn_cpu_cache *cc,
+			  void __percpu *obj)
+{
+	struct pn_mag *m;
+	bool need_mag = false;
+
+	lockdep_assert_held(&c->lock);
+	if (cc->loaded) {
+		if (cc->prev) {
+			list_add(&cc->prev->list, &c->full_mags);
+			c->nr_full_mags++;
+			c->depot_flushes++;
+			trace_pn_depot_flush(c->name, c->nr_full_mags);
+		}
+		cc->prev = cc->loaded;
+		cc->loaded = NULL;
+	}
+	m = list_first_entry_or_null(&c->empty_mags, struct pn_mag, list);
+	if (m) {
+		list_del(&m->list);
+		c->nr_empty_mags--;
+		cc->loaded = m;
+		m->objs[m->nr++] = obj;
+	} else {
+		pn_chunk_put_obj(c, obj);
+		need_mag = true;
+	}
+	/* Bound the depot: the oldest full magazines go back to the chunks. */
+	while (c->nr_full_mags > PN_DEPOT_MAX) {
+		m = list_last_entry(&c->full_mags, struct pn_mag, list);
+		pn_mag_flush(c, m);
+		list_move(&m->list, &c->empty_mags);
+		c->nr_full_mags--;
+		c->nr_empty_mags++;
+	}
+	return need_mag;
+}
+
+static void pn_mag_free(struct pn_cache *c, void __percpu *obj)
+{
+	struct pn_cpu_cache *cc;
+	unsigned long flags;
+	struct pn_mag *m;
+	bool need_mag;
+
+	local_lock_irqsave(&c->cpu->lock, flags);
+	cc = this_cpu_ptr(c->cpu);
+	cc->frees++;
+	m = cc->loaded;
+	if (likely(m && m->nr < c->mag_cap))
+		goto hit;
+	if (cc->prev && !cc->prev->nr) {
+		swap(cc->loaded, cc->prev);
+		m = cc->loaded;
+		goto hit;
+	}
+	cc->misses++;
+	spin_lock(&c->lock);
+	need_mag = pn_depot_free(c, cc, obj);
+	spin_unlock(&c->lock);
+	local_unlock_irqrestore(&c->cpu->lock, flags);
+	if (need_mag)
+		pn_mag_donate(c, GFP_NOWAIT | __GFP_NOWARN);
+	return;
+hit:
+	m->objs[m->nr++] = obj;
+	cc->hits++;
+	local_unlock_irqrestore(&c->cpu->lock, flags);
+}
+
+/* ---- debug mode --------------------------------------------------------- */
+
+static bool pn_poison_intact(struct pn_cache *c, void __percpu *obj)
+{
+	unsigned int cpu;
+
+	for_each_possible_cpu(cpu)
+		if (memchr_inv(per_cpu_ptr(obj, cpu), PN_POISON, c->size))
+			return false;
+	return true;
+}
+
+static void __percpu *pn_debug_alloc(struct pn_cache *c, unsigned long caller)
+{
+	struct pn_chunk *ch;
+	void __percpu *obj;
+	unsigned long flags;
+
+	spin_lock_irqsave(&c->lock, flags);
+	if (!pn_chunks_take(c, &obj, 1)) {
+		spin_unlock_irqrestore(&c->lock, flags);
+		return NULL;
+	}
+	ch = pn_chunk_lookup(obj);
+	ch->callers[pn_idx(c, ch, obj)] = caller;
+	spin_unlock_irqrestore(&c->lock, flags);
+
+	if (!c->ctor && !pn_poison_intact(c, obj)) {
+		atomic_long_inc(&c->poison_errors);
+		pr_err_ratelimited("%s: free object modified after free (use after free?)\n",
+				   c->name);
+	}
+	this_cpu_inc(c->cpu->allocs);
+	return obj;
+}
+
+static void pn_debug_free(struct pn_cache *c, void __percpu *obj)
+{
+	unsigned int idx, cpu;
+	struct pn_chunk *ch;
+	unsigned long flags;
+
+	rcu_read_lock();
+	ch = pn_chunk_lookup(obj);
+	if (!ch || ch->cache != c ||
+	    (pn_addr(obj) - pn_addr(ch->base)) % c->size) {
+		rcu_read_unlock();
+		atomic_long_inc(&c->bad_frees);
+		pr_err_ratelimited("%s: free of a pointer that is not an object of this cache\n",
+				   c->name);
+		return;
+	}
+	idx = pn_idx(c, ch, obj);
+	spin_lock_irqsave(&c->lock, flags);
+	if (ch->dead || test_bit(idx, ch->free_map)) {
+		spin_unlock_irqrestore(&c->lock, flags);
+		rcu_read_unlock();
+		atomic_long_inc(&c->double_frees);
+		pr_err_ratelimited("%s: double free of object %u (allocated at %pS)\n",
+				   c->name, idx, (void *)ch->callers[idx]);
+		return;
+	}
+	/* Poison under the lock: the object cannot be re-allocated meanwhile. */
+	if (!c->ctor)
+		for_each_possible_cpu(cpu)
+			memset(per_cpu_ptr(obj, cpu), PN_POISON, c->size);
+	pn_chunk_put_idx(c, ch, idx);
+	spin_unlock_irqrestore(&c->lock, flags);
+	rcu_read_unlock();
+	this_cpu_inc(c->cpu->frees);
+}
+
+/* ---- cache API ---------------------------------------------------------- */
+
+/*
+ * Zero @bytes of @obj on every possible CPU.  Small objects (the common
+ * case for counters) are cleared with word stores: a memset() call per CPU
+ * costs more than the stores themselves.
+ */
+static void pn_zero(void __percpu *obj, size_t bytes)
+{
+	unsigned int cpu, i;
+	u64 *w;
+
+	if (bytes <= PN_ZERO_WORDS_MAX && IS_ALIGNED(pn_addr(obj) | bytes, sizeof(u64))) {
+		for_each_possible_cpu(cpu) {
+			w = per_cpu_ptr(obj, cpu);
+			for (i = 0; i < bytes / sizeof(u64); i++)
+				WRITE_ONCE(w[i], 0);
+		}
+		return;
+	}
+	for_each_possible_cpu(cpu)
+		memset(per_cpu_ptr(obj, cpu), 0, bytes);
+}
+
+static void __percpu *__pn_cache_alloc(struct pn_cache *c, gfp_t gfp,
+				       size_t zero_bytes, unsigned long caller)
+{
+	bool debug = c->flags & PN_CACHE_DEBUG;
+	void __percpu *obj;
+
+	for (;;) {
+		obj = debug ? pn_debug_alloc(c, caller) : pn_mag_alloc(c);
+		if (obj)
+			break;
+		if (!gfpflags_allow_blocking(gfp) || pn_grow(c, gfp))
+			return NULL;
+	}
+	if (zero_bytes)
+		pn_zero(obj, zero_bytes);
+	return obj;
+}
+
+/**
+ * pn_cache_alloc() - allocate one per-CPU object from a cache
+ * @cache: the cache
+ * @gfp: allocation flags; GFP_KERNEL may create a chunk, non-blocking
+ *	 flags (GFP_NOWAIT, GFP_ATOMIC) are served only from what the cache
+ *	 already holds
+ *
+ * The object is constructed if the cache has a constructor, zeroed on
+ * every possible CPU if the cache was created with PN_CACHE_ZERO (or
+ * @gfp has __GFP_ZERO and there is no constructor), and otherwise holds
+ * whatever its previous user left in it.
+ *
+ * Context: Any context if @gfp does not allow blocking (not NMI); process
+ * context otherwise.
+ * Return: a __percpu pointer, or NULL if no memory (or the constructor
+ * failed, which the caller sees as -ENOMEM).
+ */
+void __percpu *pn_cache_alloc(struct pn_cache *cache, gfp_t gfp)
+{
+	bool zero = (cache->flags & PN_CACHE_ZERO) ||
+		    (!cache->ctor && (gfp & __GFP_ZERO));
+
+	return __pn_cache_alloc(cache, gfp, zero ? cache->size : 0, _RET_IP_);
+}
+EXPORT_SYMBOL_GPL(pn_cache_alloc);
+
+/**
+ * pn_cache_free() - free an object to its cache
+ * @cache: the cache it was allocated from
+ * @obj: the object, or NULL
+ *
+ * If the cache has a constructor, @obj must be in its constructed state
+ * (see pn_cache_create()).
+ *
+ * Context: Any context but NMI.
+ */
+void pn_cache_free(struct pn_cache *cache, void __percpu *obj)
+{
+	if (!obj)
+		return;
+	if (unlikely(cache->flags & PN_CACHE_DEBUG))
+		pn_debug_free(cache, obj);
+	else
+		pn_mag_free(cache, obj);
+}
+EXPORT_SYMBOL_GPL(pn_cache_free);
+
+/* Flush the depot, release up to @nr objects' worth of free chunks. */
+static unsigned long pn_cache_reclaim(struct pn_cache *c, unsigned long nr)
+{
+	LIST_HEAD(chunks);
+	LIST_HEAD(mags);
+	struct pn_chunk *ch, *tch;
+	struct pn_mag *m, *tm;
+	unsigned long flags, freed = 0;
+
+	spin_lock_irqsave(&c->lock, flags);
+	pn_depot_flush_all(c);
+	list_splice_init(&c->empty_mags, &mags);
+	c->nr_empty_mags = 0;
+	while (freed < nr) {
+		ch = list_first_entry_or_null(&c->chunks_free, struct pn_chunk, list);
+		if (!ch)
+			break;
+		list_move(&ch->list, &chunks);
+		ch->dead = true;
+		c->nr_free_chunks--;
+		c->nr_chunks--;
+		c->chunk_releases++;
+		freed += c->nr_objs;
+	}
+	spin_unlock_irqrestore(&c->lock, flags);
+
+	list_for_each_entry_safe(ch, tch, &chunks, list)
+		pn_chunk_release(c, ch);
+	list_for_each_entry_safe(m, tm, &mags, list)
+		kfree(m);
+	return freed;
+}
+
+static void pn_drain_local(void *arg)
+{
+	struct pn_cache *c = arg;
+	unsigned long flags;
+
+	local_lock_irqsave(&c->cpu->lock, flags);
+	spin_lock(&c->lock);
+	pn_drain_cpu(c, this_cpu_ptr(c->cpu));
+	spin_unlock(&c->lock);
+	local_unlock_irqrestore(&c->cpu->lock, flags);
+}
+
+/**
+ * pn_cache_shrink() - return every cached object to its chunk, release
+ *		       the chunks that are then entirely free
+ * @cache: the cache
+ *
+ * Every CPU's magazines are emptied (by an IPI on that CPU), the depot is
+ * flushed, free chunks are destructed and released.
+ *
+ * Context: Process context, may sleep; not from memory reclaim (it takes
+ * the CPU hotplug lock).
+ * Return: the number of objects released with their chunks.
+ */
+unsigned long pn_cache_shrink(struct pn_cache *cache)
+{
+	might_sleep();
+	cpus_read_lock();
+	on_each_cpu(pn_drain_local, cache, 1);
+	cpus_read_unlock();
+	return pn_cache_reclaim(cache, ULONG_MAX);
+}
+EXPORT_SYMBOL_GPL(pn_cache_shrink);
+
+static unsigned int pn_mag_cap(unsigned int size)
+{
+	if (size <= 256)
+		return 32;
+	if (size <= 2048)
+		return 16;
+	return 8;
+}
+
+/**
+ * pn_cache_create() - create a per-CPU object cache
+ * @name: name for statistics and messages (shorter than PN_CACHE_NAME_MAX)
+ * @size: object size, 1 .. PN_ALLOC_MAX_SIZE bytes
+ * @align: alignment, a power of two up to PAGE_SIZE; 0 means 8
+ * @flags: PN_CACHE_ZERO, PN_CACHE_DEBUG
+ * @ctor: constructor or NULL; not allowed together with PN_CACHE_ZERO
+ * @dtor: destructor or NULL; requires @ctor
+ * @priv: passed to @ctor and @dtor
+ *
+ * Constructed-object contract: with a constructor, objects are allocated
+ * in constructed state and must be freed in constructed state; the
+ * constructor runs once per object lifetime in its chunk, the destructor
+ * when the chunk is released (shrinker, pn_cache_shrink(), destroy).
+ *
+ * Context: Process context, may sleep.
+ * Return: the cache, or ERR_PTR(-EINVAL) for bad arguments, or
+ * ERR_PTR(-ENOMEM).
+ */
+struct pn_cache *pn_cache_create(const char *name, size_t size, size_t align,
+				 unsigned int flags, pn_ctor_t ctor,
+				 pn_dtor_t dtor, void *priv)
+{
+	struct pn_cache *c;
+	unsigned int cpu;
+	int ret;
+
+	if (!align)
+		align = 8;
+	if (!name || strlen(name) >= PN_CACHE_NAME_MAX || !size ||
+	    size > PN_ALLOC_MAX_SIZE || !is_power_of_2(align) ||
+	    align > PAGE_SIZE || (flags & ~PN_CACHE_VALID_FLAGS) ||
+	    (ctor && (flags & PN_CACHE_ZERO)) || (dtor && !ctor))
+		return ERR_PTR(-EINVAL);
+
+	c = kzalloc(sizeof(*c), GFP_KERNEL);
+	if (!c)
+		return ERR_PTR(-ENOMEM);
+	strscpy(c->name, name, sizeof(c->name));
+	c->align = align;
+	c->size = ALIGN(size, align);
+	if (c->size > PN_ALLOC_MAX_SIZE) {
+		ret = -EINVAL;
+		goto free_cache;
+	}
+	c->flags = flags | (pn_alloc_debug ? PN_CACHE_DEBUG : 0);
+	c->nr_objs = clamp(PN_CHUNK_TARGET / c->size, 1U, PN_CHUNK_MAX_OBJS);
+	c->chunk_bytes = c->nr_objs * c->size;
+	c->mag_cap = pn_mag_cap(c->size);
+	c->ctor = ctor;
+	c->dtor = dtor;
+	c->priv = priv;
+	spin_lock_init(&c->lock);
+	INIT_LIST_HEAD(&c->full_mags);
+	INIT_LIST_HEAD(&c->empty_mags);
+	INIT_LIST_HEAD(&c->chunks_partial);
+	INIT_LIST_HEAD(&c->chunks_free);
+	INIT_LIST_HEAD(&c->chunks_full);
+	atomic_long_set(&c->chunk_fails, 0);
+
+	c->cpu = alloc_percpu(struct pn_cpu_cache);
+	if (!c->cpu) {
+		ret = -ENOMEM;
+		goto free_cache;
+	}
+	for_each_possible_cpu(cpu)
+		local_lock_init(&per_cpu_ptr(c->cpu, cpu)->lock);
+
+	ret = cpuhp_state_add_instance_nocalls(pn_cpuhp_state, &c->cpuhp_node);
+	if (ret)
+		goto free_cpu;
+
+	mutex_lock(&pn_caches_lock);
+	list_add_tail(&c->node, &pn_caches);
+	mutex_unlock(&pn_caches_lock);
+	return c;
+
+free_cpu:
+	free_percpu(c->cpu);
+free_cache:
+	kfree(c);
+	return ERR_PTR(ret);
+}
+EXPORT_SYMBOL_GPL(pn_cache_create);
+
+static void pn_list_leaks(struct pn_cache *c, struct list_head *chunks)
+{
+	unsigned int idx, shown = 0, nr = 0;
+	struct pn_chunk *ch;
+
+	list_for_each_entry(ch, chunks, list) {
+		for_each_clear_bit(idx, ch->free_map, c->nr_objs) {
+			if (shown < PN_LEAKS_LISTED) {
+				pr_warn("%s: leaked object %u of chunk %u, allocated at %pS\n",
+					c->name, idx, nr, (void *)ch->callers[idx]);
+				shown++;
+			}
+		}
+		nr++;
+	}
+}
+
+/**
+ * pn_cache_destroy() - release a cache and all its memory
+ * @cache: the cache, or NULL
+ *
+ * Every object must have been freed, and no other user of @cache may
+ * remain.  Objects still allocated are counted and reported in one warning
+ * (listed, in debug mode); their memory is released with the rest, without
+ * running the destructor on them (their state is unknown).
+ *
+ * Context: Process context, may sleep.
+ * Return: the number of objects that were still allocated.
+ */
+unsigned long pn_cache_destroy(struct pn_cache *cache)
+{
+	struct pn_cache *c = cache;
+	LIST_HEAD(chunks);
+	LIST_HEAD(mags);
+	struct pn_chunk *ch, *tch;
+	struct pn_mag *m, *tm;
+	unsigned long flags, leaked = 0;
+	unsigned int cpu;
+
+	if (!c)
+		return 0;
+	mutex_lock(&pn_caches_lock);
+	list_del(&c->node);
+	mutex_unlock(&pn_caches_lock);
+	cpuhp_state_remove_instance_nocalls(pn_cpuhp_state, &c->cpuhp_node);
+
+	spin_lock_irqsave(&c->lock, flags);
+	for_each_possible_cpu(cpu)
+		pn_drain_cpu(c, per_cpu_ptr(c->cpu, cpu));
+	pn_depot_flush_all(c);
+	list_splice_init(&c->empty_mags, &mags);
+	list_splice_init(&c->chunks_free, &chunks);
+	list_splice_init(&c->chunks_partial, &chunks);
+	list_splice_init(&c->chunks_full, &chunks);
+	list_for_each_entry(ch, &chunks, list) {
+		ch->dead = true;
+		leaked += c->nr_objs - ch->nr_free;
+	}
+	spin_unlock_irqrestore(&c->lock, flags);
+
+	if (leaked) {
+		pr_warn("%s: destroyed with %lu objects still allocated\n",
+			c->name, leaked);
+		if (c->flags & PN_CACHE_DEBUG)
+			pn_list_leaks(c, &chunks);
+	}
+	list_for_each_entry_safe(ch, tch, &chunks, list)
+		pn_chunk_release(c, ch);
+	list_for_each_entry_safe(m, tm, &mags, list)
+		kfree(m);
+	free_percpu(c->cpu);
+	kfree(c);
+	return leaked;
+}
+EXPORT_SYMBOL_GPL(pn_cache_destroy);
+
+/*
+ * Objects in one CPU's magazines.  cache->lock keeps both magazines from
+ * leaving the CPU (and so from being freed); the CPU may still move objects
+ * in and out, so this is a snapshot, exact when the CPU is quiet or dead.
+ */
+static unsigned int pn_cpu_cached(struct pn_cache *c, struct pn_cpu_cache *cc)
+{
+	unsigned int n = 0;
+	struct pn_mag *m;
+
+	lockdep_assert_held(&c->lock);
+	m = READ_ONCE(cc->loaded);
+	if (m)
+		n += READ_ONCE(m->nr);
+	m = READ_ONCE(cc->prev);
+	if (m)
+		n += READ_ONCE(m->nr);
+	return n;
+}
+
+/**
+ * pn_cache_get_stats() - snapshot a cache's counters
+ * @cache: the cache
+ * @st: filled in
+ *
+ * Per-CPU counters are summed without stopping the CPUs, so a snapshot
+ * taken while the cache is in use is approximate.
+ *
+ * Context: Any context but NMI.
+ */
+void pn_cache_get_stats(struct pn_cache *cache, struct pn_cache_stats *st)
+{
+	struct pn_cache *c = cache;
+	struct pn_cpu_cache *cc;
+	unsigned long flags;
+	unsigned int cpu;
+
+	memset(st, 0, sizeof(*st));
+	spin_lock_irqsave(&c->lock, flags);
+	for_each_possible_cpu(cpu) {
+		cc = per_cpu_ptr(c->cpu, cpu);
+		/* Racy snapshot of counters the CPU owns. */
+		st->allocs += READ_ONCE(cc->allocs);
+		st->frees += READ_ONCE(cc->frees);
+		st->mag_hits += READ_ONCE(cc->hits);
+		st->mag_misses += READ_ONCE(cc->misses);
+		st->cpu_cached += pn_cpu_cached(c, cc);
+	}
+	st->depot_refills = c->depot_refills;
+	st->depot_flushes = c->depot_flushes;
+	st->chunks = c->nr_chunks;
+	st->free_chunks = c->nr_free_chunks;
+	st->chunk_creates = c->chunk_creates;
+	st->chunk_releases = c->chunk_releases;
+	st->full_mags = c->nr_full_mags;
+	st->mem_bytes = c->nr_chunks * ((u64)c->chunk_bytes * num_possible_cpus() +
+					 struct_size_t(struct pn_chunk, free_map,
+						       BITS_TO_LONGS(c->nr_objs))) +
+			(u64)(c->nr_full_mags + c->nr_empty_mags) *
+			struct_size_t(struct pn_mag, objs, c->mag_cap);
+	spin_unlock_irqrestore(&c->lock, flags);
+	st->in_use = st->allocs - st->frees;
+	st->chunk_fails = atomic_long_read(&c->chunk_fails);
+	st->double_frees = atomic_long_read(&c->double_frees);
+	st->poison_errors = atomic_long_read(&c->poison_errors);
+	st->bad_frees = atomic_long_read(&c->bad_frees);
+}
+EXPORT_SYMBOL_GPL(pn_cache_get_stats);
+
+/* ---- sized API ---------------------------------------------------------- */
+
+static struct pn_cache *pn_size_class(size_t size, size_t align)
+{
+	size_t sz;
+
+	if (!size || size > PN_ALLOC_MAX_SIZE || !align ||
+	    !is_power_of_2(align) || align > PAGE_SIZE)
+		return NULL;
+	sz = max3(size, align, (size_t)8);
+	return pn_size_caches[order_base_2(sz) - 3];
+}
+
+/**
+ * pn_alloc_percpu_gfp() - drop-in replacement for __alloc_percpu_gfp()
+ * @size: bytes, 1 .. PN_ALLOC_MAX_SIZE
+ * @align: alignment, a power of two up to PAGE_SIZE
+ * @gfp: allocation flags, as for pn_cache_alloc()
+ *
+ * Served from the power-of-two size class that fits @size and @align;
+ * objects are naturally aligned up to PAGE_SIZE.  The first @size bytes
+ * (rounded up to 8) are zeroed on every possible CPU.
+ *
+ * Context: As pn_cache_alloc().
+ * Return: a __percpu pointer to be freed with pn_free_percpu(), or NULL.
+ */
+void __percpu *pn_alloc_percpu_gfp(size_t size, size_t align, gfp_t gfp)
+{
+	struct pn_cache *c = pn_size_class(size, align);
+
+	if (!c)
+		return NULL;
+	/* The class object is a power of two >= 8: rounding stays inside. */
+	return __pn_cache_alloc(c, gfp, ALIGN(size, sizeof(u64)), _RET_IP_);
+}
+EXPORT_SYMBOL_GPL(pn_alloc_percpu_gfp);
+
+/**
+ * pn_cache_of() - the cache an object belongs to
+ * @ptr: a __percpu pointer
+ *
+ * Context: Any context but NMI.
+ * Return: the cache whose chunk contains @ptr, or NULL.
+ */
+struct pn_cache *pn_cache_of(void __percpu *ptr)
+{
+	struct pn_cache *c = NULL;
+	struct pn_chunk *ch;
+
+	rcu_read_lock();
+	ch = pn_chunk_lookup(ptr);
+	if (ch)
+		c = ch->cache;
+	rcu_read_unlock();
+	return c;
+}
+EXPORT_SYMBOL_GPL(pn_cache_of);
+
+/**
+ * pn_free_percpu() - drop-in replacement for free_percpu()
+ * @ptr: from pn_alloc_percpu_gfp(), or NULL
+ *
+ * Finds the size class from the pointer (one lockless tree lookup).  A
+ * pointer that is not from a size class (not pcpu_next memory, or an
+ * object of a cache of pn_cache_create()) is reported and ignored.
+ *
+ * Context: Any context but NMI.
+ */
+void pn_free_percpu(void __percpu *ptr)
+{
+	struct pn_cache *c;
+
+	if (!ptr)
+		return;
+	c = pn_cache_of(ptr);
+	if (unlikely(!c || !c->sized)) {
+		pr_err_ratelimited("%s() of a pointer that pn_alloc_percpu_gfp() did not return\n",
+				   __func__);
+		return;
+	}
+	pn_cache_free(c, ptr);
+}
+EXPORT_SYMBOL_GPL(pn_free_percpu);
+
+/* ---- reclaim, hotplug, test hooks --------------------------------------- */
+
+static unsigned long pn_cache_reclaimable(struct pn_cache *c)
+{
+	return (unsigned long)READ_ONCE(c->nr_full_mags) * c->mag_cap +
+	       READ_ONCE(c->nr_free_chunks) * c->nr_objs;
+}
+
+/* Objects the shrinker could release: depot magazines and free chunks. */
+unsigned long pn_alloc_reclaim_count(void)
+{
+	unsigned long n = 0;
+	struct pn_cache *c;
+
+	mutex_lock(&pn_caches_lock);
+	list_for_each_entry(c, &pn_caches, node)
+		n += pn_cache_reclaimable(c);
+	mutex_unlock(&pn_caches_lock);
+	return n;
+}
+
+static unsigned long pn_reclaim_locked(unsigned long nr)
+{
+	unsigned long freed = 0;
+	struct pn_cache *c;
+
+	lockdep_assert_held(&pn_caches_lock);
+	list_for_each_entry(c, &pn_caches, node) {
+		if (freed >= nr)
+			break;
+		freed += pn_cache_reclaim(c, nr - freed);
+	}
+	return freed;
+}
+
+/* What the shrinker's scan does, for the KUnit suite. */
+unsigned long pn_alloc_reclaim(unsigned long nr)
+{
+	unsigned long freed;
+
+	mutex_lock(&pn_caches_lock);
+	freed = pn_reclaim_locked(nr);
+	mutex_unlock(&pn_caches_lock);
+	return freed;
+}
+
+static unsigned long pn_shrink_count(struct shrinker *s,
+				     struct shrink_control *sc)
+{
+	unsigned long n = 0;
+	struct pn_cache *c;
+
+	if (!mutex_trylock(&pn_caches_lock))
+		return 0;
+	list_for_each_entry(c, &pn_caches, node)
+		n += pn_cache_reclaimable(c);
+	mutex_unlock(&pn_caches_lock);
+	return n ? n : SHRINK_EMPTY;
+}
+
+static unsigned long pn_shrink_scan(struct shrinker *s,
+				    struct shrink_control *sc)
+{
+	unsigned long freed;
+
+	/* Reclaim may run under a caller of pn_caches_lock: never wait. */
+	if (!mutex_trylock(&pn_caches_lock))
+		return SHRINK_STOP;
+	freed = pn_reclaim_locked(sc->nr_to_scan);
+	mutex_unlock(&pn_caches_lock);
+	return freed;
+}
+
+/* Runs on a control CPU after @cpu died: nothing else uses its magazines. */
+static int pn_cpu_dead(unsigned int cpu, struct hlist_node *node)
+{
+	struct pn_cache *c = hlist_entry(node, struct pn_cache, cpuhp_node);
+	unsigned long flags;
+
+	spin_lock_irqsave(&c->lock, flags);
+	pn_drain_cpu(c, per_cpu_ptr(c->cpu, cpu));
+	spin_unlock_irqrestore(&c->lock, flags);
+	return 0;
+}
+
+/* Objects held in @cpu's magazines, for the KUnit suite. */
+unsigned int pn_cache_cpu_objects(struct pn_cache *cache, unsigned int cpu)
+{
+	unsigned long flags;
+	unsigned int n;
+
+	spin_lock_irqsave(&cache->lock, flags);
+	n = pn_cpu_cached(cache, per_cpu_ptr(cache->cpu, cpu));
+	spin_unlock_irqrestore(&cache->lock, flags);
+	return n;
+}
+
+/* True if alloc_debug=1 forces debug mode (no magazines) on every cache. */
+bool pn_alloc_debug_forced(void)
+{
+	return pn_alloc_debug;
+}
+
+unsigned int pn_cache_objs_per_chunk(struct pn_cache *cache)
+{
+	return cache->nr_objs;
+}
+
+/* Make the next @n chunk creations fail (0 cancels). */
+void pn_alloc_inject_chunk_failures(unsigned int n)
+{
+	atomic_set(&pn_fail_next, n);
+}
+
+/* ---- debugfs ------------------------------------------------------------ */
+
+static int pn_stats_show(struct seq_file *m, void *v)
+{
+	struct pn_cache_stats st;
+	struct pn_cache *c;
+
+	seq_printf(m, "%-16s %6s %6s %10s %10s %12s %10s %8s %8s %7s %6s %9s %9s %9s %6s %6s %6s %6s %10s\n",
+		   "cache", "size", "align", "in_use", "cpu_cached", "mag_hits",
+		   "mag_miss", "refills", "flushes", "chunks", "free", "created",
+		   "released", "fails", "dfree", "poison", "badfr", "ctor", "bytes");
+	mutex_lock(&pn_caches_lock);
+	list_for_each_entry(c, &pn_caches, node) {
+		pn_cache_get_stats(c, &st);
+		seq_printf(m, "%-16s %6u %6u %10llu %10llu %12llu %10llu %8llu %8llu %7llu %6llu %9llu %9llu %9llu %6llu %6llu %6llu %6s %10llu\n",
+			   c->name, c->size, c->align, st.in_use, st.cpu_cached,
+			   st.mag_hits, st.mag_misses, st.depot_refills,
+			   st.depot_flushes, st.chunks, st.free_chunks,
+			   st.chunk_creates, st.chunk_releases, st.chunk_fails,
+			   st.double_frees, st.poison_errors, st.bad_frees,
+			   c->ctor ? "yes" : "no", st.mem_bytes);
+	}
+	mutex_unlock(&pn_caches_lock);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(pn_stats);
+
+static int pn_fail_show(struct seq_file *m, void *v)
+{
+	seq_printf(m, "%d\n", atomic_read(&pn_fail_next));
+	return 0;
+}
+
+static int pn_fail_open(struct inode *inode, struct file *file)
+{
+	return single_open(file, pn_fail_show, NULL);
+}
+
+/* Strict: a decimal number 0..PN_FAIL_MAX, optionally one newline. */
+static ssize_t pn_fail_write(struct file *file, const char __user *ubuf,
+			     size_t count, loff_t *ppos)
+{
+	unsigned int n;
+	int ret;
+
+	if (*ppos)
+		return -EINVAL;
+	ret = kstrtouint_from_user(ubuf, count, 10, &n);
+	if (ret)
+		return ret;
+	if (n > PN_FAIL_MAX)
+		return -ERANGE;
+	pn_alloc_inject_chunk_failures(n);
+	return count;
+}
+
+static const struct file_operations pn_fail_fops = {
+	.open = pn_fail_open,
+	.read = seq_read,
+	.write = pn_fail_write,
+	.llseek = seq_lseek,
+	.release = single_release,
+};
+
+/* ---- module init/exit --------------------------------------------------- */
+
+static void pn_destroy_size_caches(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < PN_NR_CLASSES; i++) {
+		pn_cache_destroy(pn_size_caches[i]);
+		pn_size_caches[i] = NULL;
+	}
+}
+
+/**
+ * pn_alloc_init() - set up the allocator: hotplug state, shrinker, size
+ *		     classes, debugfs files
+ *
+ * Context: Module init, after pn_control_init().
+ * Return: 0 or -errno.
+ */
+int pn_alloc_init(void)
+{
+	char name[PN_CACHE_NAME_MAX];
+	unsigned int i, sz;
+	int ret;
+
+	ret = cpuhp_setup_state_multi(CPUHP_BP_PREPARE_DYN, "pcpu_next/alloc:dead",
+				      NULL, pn_cpu_dead);
+	if (ret < 0)
+		return ret;
+	pn_cpuhp_state = ret;
+
+	pn_shrinker = shrinker_alloc(0, "pcpu_next-alloc");
+	if (!pn_shrinker) {
+		ret = -ENOMEM;
+		goto remove_state;
+	}
+	pn_shrinker->count_objects = pn_shrink_count;
+	pn_shrinker->scan_objects = pn_shrink_scan;
+
+	for (i = 0; i < PN_NR_CLASSES; i++) {
+		struct pn_cache *c;
+
+		sz = 8U << i;
+		snprintf(name, sizeof(name), "pcpu-%u", sz);
+		c = pn_cache_create(name, sz, min_t(unsigned int, sz, PAGE_SIZE),
+				    PN_CACHE_ZERO, NULL, NULL, NULL);
+		if (IS_ERR(c)) {
+			ret = PTR_ERR(c);
+			goto free_caches;
+		}
+		c->sized = true;
+		pn_size_caches[i] = c;
+	}
+	shrinker_register(pn_shrinker);
+
+	pn_alloc_dir = debugfs_create_dir("alloc", pn_debugfs_dir());
+	debugfs_create_file("stats", 0400, pn_alloc_dir, NULL, &pn_stats_fops);
+	debugfs_create_file("fail_next_chunks", 0600, pn_alloc_dir, NULL,
+			    &pn_fail_fops);
+	return 0;
+
+free_caches:
+	pn_destroy_size_caches();
+	shrinker_free(pn_shrinker);
+remove_state:
+	cpuhp_remove_multi_state(pn_cpuhp_state);
+	return ret;
+}
+
+/**
+ * pn_alloc_exit() - tear the allocator down
+ *
+ * Context: Module exit, may sleep, after pn_control_stop() (no run is
+ * active) and before pn_control_exit().  Every cache but the size classes
+ * must have been destroyed by its user.
+ */
+void pn_alloc_exit(void)
+{
+	debugfs_remove(pn_alloc_dir);	/* waits for readers in progress */
+	shrinker_free(pn_shrinker);
+	pn_destroy_size_caches();
+	cpuhp_remove_multi_state(pn_cpuhp_state);
+	/* Chunk structs are freed through RCU. */
+	rcu_barrier();
+	WARN_ON(!mtree_empty(&pn_chunk_tree));
+	mtree_destroy(&pn_chunk_tree);
+}
+
+/* ---- stress and bench (test=alloc) -------------------------------------- */
+
+/*
+ * Stress: workers share an array of slots.  A worker picks a random slot;
+ * if it holds an object, the worker takes it, verifies the owner stamp on
+ * every possible CPU and frees it (often on another CPU than the one that
+ * allocated it); if it is empty, the worker allocates a random size (and
+ * alignment, sometimes GFP_NOWAIT), checks it is zeroed everywhere, stamps
+ * it and parks it.  A quarter of the objects come from a constructor
+ * cache: they must arrive constructed and are restored before the free.
+ * Worker 0 also runs reclaim and pn_cache_shrink() now and then, so IPI
+ * drains and chunk releases race with the fast paths.  Two live objects
+ * sharing memory, or any corruption, shows as a stamp mismatch.
+ */
+#define PN_ST_CTOR_SIZE		64
+#define PN_ST_CTOR_MAGIC	0xc0c0c0c0c0c0c0c0ULL
+
+struct pn_st_slot {
+	spinlock_t lock;	/* protects the three fields below */
+	void __percpu *ptr;
+	unsigned int words;	/* u64 words stamped */
+	bool ctor;		/* from the constructor cache */
+	u64 tag;
+};
+
+struct pn_st {
+	struct pn_st_slot *slots;
+	unsigned int nr_slots;
+	unsigned int max_size;
+	struct pn_cache *ctor_cache;
+	u64 seed;
+	atomic_long_t allocs, frees, nomem, nowait_fail, corrupt, unzeroed,
+		      unconstructed, reclaims;
+};
+
+static u64 pn_st_word(u64 tag, unsigned int cpu, unsigned int w)
+{
+	return tag ^ ((u64)cpu << 40) ^ ((u64)w << 20);
+}
+
+static int pn_st_ctor(void __percpu *obj, void *priv)
+{
+	unsigned int cpu, w;
+
+	for_each_possible_cpu(cpu)
+		for (w = 0; w < PN_ST_CTOR_SIZE / 8; w++)
+			((u64 *)per_cpu_ptr(obj, cpu))[w] = PN_ST_CTOR_MAGIC ^ w;
+	return 0;
+}
+
+/* Constructor for the bench: zeroed, like a fresh counter; @priv: size. */
+static int pn_st_ctor_any(void __percpu *obj, void *priv)
+{
+	size_t size = *(size_t *)priv;
+	unsigned int cpu;
+
+	for_each_possible_cpu(cpu)
+		memset(per_cpu_ptr(obj, cpu), 0, size);
+	return 0;
+}
+
+static bool pn_st_check(void __percpu *obj, unsigned int from, unsigned int words,
+			u64 tag, bool constructed)
+{
+	unsigned int cpu, w;
+	u64 *p;
+
+	for_each_possible_cpu(cpu) {
+		p = per_cpu_ptr(obj, cpu);
+		for (w = from; w < words; w++) {
+			u64 want = constructed ? PN_ST_CTOR_MAGIC ^ w :
+				   pn_st_word(tag, cpu, w);
+
+			if (p[w] != want)
+				return false;
+		}
+	}
+	return true;
+}
+
+static void pn_st_stamp(void __percpu *obj, unsigned int from, unsigned int words,
+			u64 tag, bool constructed)
+{
+	unsigned int cpu, w;
+	u64 *p;
+
+	for_each_possible_cpu(cpu) {
+		p = per_cpu_ptr(obj, cpu);
+		for (w = from; w < words; w++)
+			p[w] = constructed ? PN_ST_CTOR_MAGIC ^ w :
+			       pn_st_word(tag, cpu, w);
+	}
+}
+
+/* Verify a parked object and free it. */
+static void pn_st_release(struct pn_st *st, void __percpu *ptr, unsigned int words,
+			  bool ctor, u64 tag)
+{
+	if (ctor) {
+		/* word 0 stays constructed, the owner stamp is in 1.. */
+		if (!pn_st_check(ptr, 0, 1, 0, true) ||
+		    !pn_st_check(ptr, 1, words, tag, false))
+			atomic_long_inc(&st->corrupt);
+		pn_st_stamp(ptr, 1, words, 0, true);
+		pn_cache_free(st->ctor_cache, ptr);
+	} else {
+		if (!pn_st_check(ptr, 0, words, tag, false))
+			atomic_long_inc(&st->corrupt);
+		pn_free_percpu(ptr);
+	}
+	atomic_long_inc(&st->frees);
+}
+
+static bool pn_zeroed(void __percpu *obj, size_t bytes)
+{
+	unsigned int cpu;
+
+	for_each_possible_cpu(cpu)
+		if (memchr_inv(per_cpu_ptr(obj, cpu), 0, bytes))
+			return false;
+	return true;
+}
+
+static int pn_st_worker(struct pn_run *run, unsigned int idx, void *arg)
+{
+	struct pn_st *st = arg;
+	u64 rnd = st->seed ^ (0x9e3779b97f4a7c15ULL * (idx + 1));
+	u64 serial = 0, n = 0;
+	struct pn_st_slot *s;
+	void __percpu *ptr;
+	unsigned int words;
+	bool ctor;
+	u64 tag;
+
+	while (!pn_should_stop(run)) {
+		u32 r = pn_rand_state(&rnd);
+
+		s = &st->slots[r % st->nr_slots];
+		spin_lock(&s->lock);
+		ptr = s->ptr;
+		words = s->words;
+		ctor = s->ctor;
+		tag = s->tag;
+		s->ptr = NULL;
+		spin_unlock(&s->lock);
+
+		if (ptr) {
+			pn_st_release(st, ptr, words, ctor, tag);
+		} else {
+			gfp_t gfp = (r >> 8) % 16 ? GFP_KERNEL : GFP_NOWAIT;
+			size_t size;
+
+			ctor = !((r >> 12) % 4);
+			tag = ((u64)(idx + 1) << 48) | ++serial;
+			if (ctor) {
+				words = PN_ST_CTOR_SIZE / 8;
+				ptr = pn_cache_alloc(st->ctor_cache, gfp);
+			} else {
+				size = 8 * (1 + pn_rand_state(&rnd) % (st->max_size / 8));
+				if (!((r >> 16) % 64))
+					size = PN_ALLOC_MAX_SIZE;
+				words = size / 8;
+				ptr = pn_alloc_percpu_gfp(size, 8U << ((r >> 24) % 4), gfp);
+			}
+			if (!ptr) {
+				atomic_long_inc(gfp == GFP_KERNEL ? &st->nomem :
+						&st->nowait_fail);
+				goto next;
+			}
+			atomic_long_inc(&st->allocs);
+			if (ctor) {
+				if (!pn_st_check(ptr, 0, words, 0, true))
+					atomic_long_inc(&st->unconstructed);
+			} else if (!pn_zeroed(ptr, words * 8)) {
+				atomic_long_inc(&st->unzeroed);
+			}
+			pn_st_stamp(ptr, ctor ? 1 : 0, words, tag, false);
+
+			spin_lock(&s->lock);
+			if (!s->ptr) {
+				s->ptr = ptr;
+				s->words = words;
+				s->ctor = ctor;
+				s->tag = tag;
+				ptr = NULL;
+			}
+			spin_unlock(&s->lock);
+			if (ptr)
+				pn_st_release(st, ptr, words, ctor, tag);
+		}
+next:
+		if (!idx && !(n & 4095)) {
+			pn_alloc_reclaim(ULONG_MAX);
+			pn_cache_shrink(st->ctor_cache);
+			atomic_long_inc(&st->reclaims);
+		}
+		if (!(++n & 31))
+			cond_resched();
+	}
+	return 0;
+}
+
+static u64 pn_sized_in_use(void)
+{
+	struct pn_cache_stats s;
+	unsigned int i;
+	u64 n = 0;
+
+	for (i = 0; i < PN_NR_CLASSES; i++) {
+		pn_cache_get_stats(pn_size_caches[i], &s);
+		n += s.in_use;
+	}
+	return n;
+}
+
+static int pn_alloc_stress(struct pn_run *run)
+{
+	unsigned long leaked;
+	struct pn_st *st;
+	u64 in_use0, in_use1;
+	unsigned int i;
+	int ret = -ENOMEM;
+
+	st = kzalloc(sizeof(*st), GFP_KERNEL);
+	if (!st)
+		return -ENOMEM;
+	st->nr_slots = (run->p.objects ? : 256) * run->p.threads;
+	st->max_size = ALIGN(run->p.size ? : 512, 8);
+	st->seed = run->p.seed;
+	st->slots = kvcalloc(st->nr_slots, sizeof(*st->slots), GFP_KERNEL);
+	if (!st->slots)
+		goto free_st;
+	for (i = 0; i < st->nr_slots; i++)
+		spin_lock_init(&st->slots[i].lock);
+	st->ctor_cache = pn_cache_create("stress-ctor", PN_ST_CTOR_SIZE, 0, 0,
+					 pn_st_ctor, NULL, NULL);
+	if (IS_ERR(st->ctor_cache)) {
+		ret = PTR_ERR(st->ctor_cache);
+		goto free_slots;
+	}
+
+	in_use0 = pn_sized_in_use();
+	ret = pn_run_threads(run, run->p.threads, run->p.pin, run->p.duration_ms,
+			     pn_st_worker, st);
+	for (i = 0; i < st->nr_slots; i++)
+		if (st->slots[i].ptr)
+			pn_st_release(st, st->slots[i].ptr, st->slots[i].words,
+				      st->slots[i].ctor, st->slots[i].tag);
+	in_use1 = pn_sized_in_use();
+	leaked = pn_cache_destroy(st->ctor_cache);
+
+	pn_printf(run, "allocs=%ld frees=%ld nomem=%ld nowait_fail=%ld reclaims=%ld corrupt=%ld unzeroed=%ld unconstructed=%ld leaked=%llu ",
+		  atomic_long_read(&st->allocs), atomic_long_read(&st->frees),
+		  atomic_long_read(&st->nomem), atomic_long_read(&st->nowait_fail),
+		  atomic_long_read(&st->reclaims), atomic_long_read(&st->corrupt),
+		  atomic_long_read(&st->unzeroed),
+		  atomic_long_read(&st->unconstructed),
+		  (u64)leaked + (in_use1 - in_use0));
+	if (atomic_long_read(&st->corrupt))
+		pn_fail(run, "stamp_mismatch");
+	if (atomic_long_read(&st->unzeroed))
+		pn_fail(run, "not_zeroed");
+	if (atomic_long_read(&st->unconstructed))
+		pn_fail(run, "not_constructed");
+	if (atomic_long_read(&st->nomem))
+		pn_fail(run, "enomem");
+	if (leaked || in_use1 != in_use0)
+		pn_fail(run, "leak");
+	if (atomic_long_read(&st->allocs) != atomic_long_read(&st->frees))
+		pn_fail(run, "alloc_free_mismatch");
+free_slots:
+	kvfree(st->slots);
+free_st:
+	kfree(st);
+	return ret;
+}
+
+/*
+ * Bench: each operation is one allocation plus one free, done in batches
+ * (batch= allocations, then as many frees; default 1000).  The kernel's
+ * baseline is __alloc_percpu_gfp()/free_percpu() with the same size and
+ * batch, measured in the same run; then both again with one worker per
+ * thread.  A constructor cache (objects kept constructed, no zeroing) is
+ * measured too.  Memory held per object is printed as comment lines.
+ */
+enum pn_bench_kind { PN_B_SIZED, PN_B_CACHE, PN_B_KERNEL };
+
+struct pn_bench {
+	enum pn_bench_kind kind;
+	struct pn_cache *cache;
+	size_t size;
+	unsigned int batch;
+	void __percpu ***objs;		/* [worker][batch] */
+	u64 *ops;			/* per worker */
+	atomic_t nomem;
+};
+
+static int pn_bench_worker(struct pn_run *run, unsigned int idx, void *arg)
+{
+	struct pn_bench *b = arg;
+	void __percpu **o = b->objs[idx];
+	unsigned int i, got;
+	u64 ops = 0;
+
+	while (!pn_should_stop(run)) {
+		for (got = 0; got < b->batch; got++) {
+			switch (b->kind) {
+			case PN_B_SIZED:
+				o[got] = pn_alloc_percpu_gfp(b->size, 8, GFP_KERNEL);
+				break;
+			case PN_B_CACHE:
+				o[got] = pn_cache_alloc(b->cache, GFP_KERNEL);
+				break;
+			default:
+				o[got] = __alloc_percpu_gfp(b->size, 8, GFP_KERNEL);
+				break;
+			}
+			if (!o[got]) {
+				atomic_inc(&b->nomem);
+				break;
+			}
+		}
+		for (i = 0; i < got; i++) {
+			switch (b->kind) {
+			case PN_B_SIZED:
+				pn_free_percpu(o[i]);
+				break;
+			case PN_B_CACHE:
+				pn_cache_free(b->cache, o[i]);
+				break;
+			default:
+				free_percpu(o[i]);
+				break;
+			}
+		}
+		ops += got;
+		cond_resched();
+	}
+	b->ops[idx] = ops;
+	return 0;
+}
+
+static int pn_bench_phase(struct pn_run *run, struct pn_bench *b,
+			  enum pn_bench_kind kind, unsigned int threads,
+			  u64 *ops, u64 *ns)
+{
+	unsigned int i;
+	int ret;
+
+	b->kind = kind;
+	memset(b->ops, 0, sizeof(*b->ops) * run->p.threads);
+	ret = pn_run_threads(run, threads, run->p.pin, run->p.duration_ms,
+			     pn_bench_worker, b);
+	*ns = run->phase_ns;
+	*ops = 0;
+	for (i = 0; i < threads; i++)
+		*ops += b->ops[i];
+	if (!ret && atomic_read(&b->nomem))
+		ret = -ENOMEM;
+	return ret;
+}
+
+static u64 pn_per_sec(u64 ops, u64 ns)
+{
+	return ns ? mul_u64_u64_div_u64(ops, NSEC_PER_SEC, ns) : 0;
+}
+
+/* Print aggregate/(threads * single) in hundredths. */
+static void pn_bench_scaling(struct pn_run *run, const char *what, u64 o1,
+			     u64 n1, u64 on, u64 nn, unsigned int threads)
+{
+	u64 r1 = pn_per_sec(o1, n1), rn = pn_per_sec(on, nn);
+	u64 eff = r1 ? div64_u64(rn * 100, r1 * threads) : 0;
+
+	pn_printf(run, "# scaling %s: 1 thread %llu/s, %u threads %llu/s, efficiency %llu.%02llu\n",
+		  what, r1, threads, rn, eff / 100, eff % 100);
+}
+
+static void pn_bench_memory(struct pn_run *run, size_t size, unsigned int nr)
+{
+	struct pn_cache_stats st;
+	void __percpu **o;
+	struct pn_cache *c;
+	unsigned int i, got = 0;
+	u64 kernel;
+
+	o = kvcalloc(nr, sizeof(*o), GFP_KERNEL);
+	c = pn_cache_create("bench-mem", size, 8, PN_CACHE_ZERO, NULL, NULL, NULL);
+	if (!o || IS_ERR(c))
+		goto out;
+	for (got = 0; got < nr; got++) {
+		o[got] = pn_cache_alloc(c, GFP_KERNEL);
+		if (!o[got])
+			break;
+	}
+	pn_cache_get_stats(c, &st);
+	/* The kernel: 4-byte granules on every possible CPU, +1 bitmap bit/granule. */
+	kernel = (u64)ALIGN(size, 4) * num_possible_cpus() +
+		 DIV_ROUND_UP(ALIGN(size, 4) / 4, 8);
+	if (got)
+		pn_printf(run, "# memory size=%zu objects=%u possible_cpus=%u: ours %llu bytes/object (%llu chunks), kernel ~%llu bytes/object, ratio %llu%%\n",
+			  size, got, num_possible_cpus(), div_u64(st.mem_bytes, got),
+			  st.chunks, kernel,
+			  div64_u64(div_u64(st.mem_bytes, got) * 100, kernel));
+	for (i = 0; i < got; i++)
+		pn_cache_free(c, o[i]);
+out:
+	if (!IS_ERR_OR_NULL(c))
+		pn_cache_destroy(c);
+	kvfree(o);
+}
+
+static int pn_alloc_bench(struct pn_run *run)
+{
+	unsigned int threads = run->p.threads, i;
+	u64 k1, k1ns, kn, knns, o1, o1ns, on, onns;
+	struct pn_bench *b;
+	char name[48];
+	int ret = -ENOMEM;
+
+	b = kzalloc(sizeof(*b), GFP_KERNEL);
+	if (!b)
+		return -ENOMEM;
+	b->size = run->p.size ? : 16;
+	b->batch = run->p.batch ? : 1000;
+	b->ops = kcalloc(threads, sizeof(*b->ops), GFP_KERNEL);
+	b->objs = kcalloc(threads, sizeof(*b->objs), GFP_KERNEL);
+	if (!b->ops || !b->objs)
+		goto out;
+	for (i = 0; i < threads; i++) {
+		b->objs[i] = kvcalloc(b->batch, sizeof(**b->objs), GFP_KERNEL);
+		if (!b->objs[i])
+			goto out;
+	}
+	b->cache = pn_cache_create("bench-ctor", b->size, 8, 0, pn_st_ctor_any,
+				   NULL, &b->size);
+	if (IS_ERR(b->cache)) {
+		ret = PTR_ERR(b->cache);
+		b->cache = NULL;
+		goto out;
+	}
+	pn_printf(run, "# size=%zu batch=%u (batch allocations, then batch frees; one op = alloc + free)\n",
+		  b->size, b->batch);
+
+	ret = pn_bench_phase(run, b, PN_B_SIZED, 1, &o1, &o1ns);
+	if (!ret)
+		ret = pn_bench_phase(run, b, PN_B_KERNEL, 1, &k1, &k1ns);
+	if (ret)
+		goto out;
+	pn_bench_row(run, "pn_alloc_percpu 1 thread", o1, o1ns,
+		     "__alloc_percpu 1 thread", k1, k1ns);
+
+	ret = pn_bench_phase(run, b, PN_B_SIZED, threads, &on, &onns);
+	if (!ret)
+		ret = pn_bench_phase(run, b, PN_B_KERNEL, threads, &kn, &knns);
+	if (ret)
+		goto out;
+	snprintf(name, sizeof(name), "pn_alloc_percpu %u threads", threads);
+	pn_bench_row(run, name, on, onns, "__alloc_percpu same threads", kn, knns);
+	pn_bench_scaling(run, "pn_alloc_percpu", o1, o1ns, on, onns, threads);
+	pn_bench_scaling(run, "__alloc_percpu", k1, k1ns, kn, knns, threads);
+
+	ret = pn_bench_phase(run, b, PN_B_CACHE, 1, &o1, &o1ns);
+	if (ret)
+		goto out;
+	pn_bench_row(run, "ctor cache 1 thread", o1, o1ns,
+		     "__alloc_percpu 1 thread", k1, k1ns);
+	ret = pn_bench_phase(run, b, PN_B_CACHE, threads, &on, &onns);
+	if (ret)
+		goto out;
+	snprintf(name, sizeof(name), "ctor cache %u threads", threads);
+	pn_bench_row(run, name, on, onns, "__alloc_percpu same threads", kn, knns);
+	pn_bench_scaling(run, "ctor cache", o1, o1ns, on, onns, threads);
+
+	pn_bench_memory(run, b->size, run->p.objects ? : 1000);
+out:
+	if (b->cache)
+		pn_cache_destroy(b->cache);
+	for (i = 0; b->objs && i < threads; i++)
+		kvfree(b->objs[i]);
+	kfree(b->objs);
+	kfree(b->ops);
+	kfree(b);
+	return ret;
+}
+
+const struct pn_test pn_alloc_test = {
+	.name = "alloc",
+	.desc = "pcpu_alloc: random sizes stamped on every CPU, cross-CPU frees; bench vs __alloc_percpu",
+	.def_duration_ms = 1000,
+	.stress = pn_alloc_stress,
+	.bench = pn_alloc_bench,
+};
