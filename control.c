@@ -69,6 +69,7 @@
 
 static const struct pn_test *const pn_tests[] = {
 	&pn_percpu_test,
+	&pn_mmcid_test,
 };
 
 enum pn_key {

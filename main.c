@@ -27,6 +27,7 @@
 #include <linux/slab.h>
 
 #include <pcpu_next/internal.h>
+#include <pcpu_next/mmcid_pcpu.h>
 
 struct pn_percpu_arg {
 	u64 __percpu *ctr;
@@ -134,14 +135,23 @@ static int __init pcpu_next_init(void)
 	ret = pn_control_init();
 	if (ret)
 		return ret;
+	ret = pn_mmcid_init();
+	if (ret)
+		goto err_control;
 	pr_info("loaded: %u possible CPUs, %u online\n",
 		num_possible_cpus(), num_online_cpus());
 	return 0;
+
+err_control:
+	pn_control_stop();
+	pn_control_exit();
+	return ret;
 }
 
 static void __exit pcpu_next_exit(void)
 {
 	pn_control_stop();	/* no run may outlive a component */
+	pn_mmcid_exit();
 	pn_control_exit();
 }
 
