@@ -124,8 +124,8 @@
 #include <pcpu_next/internal.h>
 #include <pcpu_next/mmcid_pcpu.h>
 
-#define MMCID_B0_SHIFT	2
-#define MMCID_B0	(1U << MMCID_B0_SHIFT)	/* slots in block 0 */
+#define MMCID_B0	4U		/* slots in block 0, a power of two */
+#define MMCID_B0_SHIFT	ilog2(MMCID_B0)
 /* Blocks whose cids are all below BITS_PER_LONG use the header's ready0. */
 #define MMCID_SMALL	(ilog2(BITS_PER_LONG) - MMCID_B0_SHIFT + 1)
 #define MMCID_MAX_SLOT	PAGE_SIZE		/* largest slot accepted */
@@ -434,6 +434,7 @@ static int mmcid_grow(struct mmcid_pcpu *s, unsigned int k, gfp_t gfp)
 	} else if (!*slotsp) {
 		if (ready)
 			WRITE_ONCE(s->large[k - MMCID_SMALL].ready, ready);
+		/* Bitmap and block before the pointer; pairs with the acquire in get. */
 		smp_store_release(slotsp, slots);
 		slots = NULL;
 		ready = NULL;
@@ -507,8 +508,6 @@ void *__mmcid_pcpu_get(struct mmcid_pcpu *s, struct mmcid_pcpu_ref *ref,
 	void *slots, *slot;
 	int c;
 
-	if (may_sleep)
-		might_sleep();
 again:
 	preempt_disable();
 	ref->cpu = smp_processor_id();
@@ -517,11 +516,13 @@ again:
 		goto remote;
 	k = mmcid_blk_of(c);
 lookup:
+	/* Pairs with the release in mmcid_grow(): the bitmap is visible. */
 	slots = smp_load_acquire(mmcid_slots_ptr(s, k));
 	if (unlikely(!slots)) {
 		if (may_sleep && tries++ < 3) {
 			/* The cid may change meanwhile: look it up again. */
 			preempt_enable();
+			might_sleep();
 			mmcid_grow(s, k, gfp);
 			goto again;
 		}

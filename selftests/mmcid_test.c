@@ -42,21 +42,29 @@ static int mc_missing(void)
 	return access(MMCID_FILE, F_OK) != 0;
 }
 
-static volatile uint32_t *mc_rseq_field(unsigned int off)
+/* A u32 of this thread's rseq area, read once (the kernel updates it). */
+static uint32_t mc_rseq_read(unsigned int off)
 {
 	char *tp;
 
 	__asm__ ("mov %%fs:0, %0" : "=r" (tp));
-	return (volatile uint32_t *)(tp + __rseq_offset + off);
+	return __atomic_load_n((uint32_t *)(tp + __rseq_offset + off),
+			       __ATOMIC_RELAXED);
 }
 
 #define RSEQ_CPU_ID	4
 #define RSEQ_MM_CID	24
 
+/*
+ * Is rseq registered?  glibc 2.36 (Debian 12) sets __rseq_size to 20, the
+ * size of the fields it uses, but registers the original 32-byte area with
+ * the kernel, whose node_id and mm_cid (offsets 20, 24) kernels >= 6.3 fill
+ * in.  So only __rseq_size == 0 (not registered) is a reason to skip; a
+ * stale mm_cid would show up as mismatches below.
+ */
 static int mc_rseq_ok(void)
 {
-	return __rseq_size >= RSEQ_MM_CID + sizeof(uint32_t) &&
-	       (int32_t)*mc_rseq_field(RSEQ_CPU_ID) >= 0;
+	return __rseq_size > 0 && (int32_t)mc_rseq_read(RSEQ_CPU_ID) >= 0;
 }
 
 /* One add through fd; 0 and *r filled, or -errno. */
@@ -120,11 +128,11 @@ static void *mc_worker(void *arg)
 	for (k = 0; k < ADDS; k++) {
 		uint32_t cpu0, cid0, cpu1, cid1;
 
-		cpu0 = *mc_rseq_field(RSEQ_CPU_ID);
-		cid0 = *mc_rseq_field(RSEQ_MM_CID);
+		cpu0 = mc_rseq_read(RSEQ_CPU_ID);
+		cid0 = mc_rseq_read(RSEQ_MM_CID);
 		t->err = mc_add(fd, t->idx + 1, &r);
-		cpu1 = *mc_rseq_field(RSEQ_CPU_ID);
-		cid1 = *mc_rseq_field(RSEQ_MM_CID);
+		cpu1 = mc_rseq_read(RSEQ_CPU_ID);
+		cid1 = mc_rseq_read(RSEQ_MM_CID);
 		if (t->err)
 			break;
 		if (r.cid > t->max_cid)
@@ -165,7 +173,7 @@ static void mc_run(struct __test_metadata *_metadata, int n, bool pinned)
 	if (mc_missing())
 		SKIP(return, "pcpu_next not loaded");
 	if (!mc_rseq_ok())
-		SKIP(return, "no rseq registration with mm_cid (glibc tunable?)");
+		SKIP(return, "rseq not registered (glibc.pthread.rseq=0?)");
 	ASSERT_EQ(0, sched_getaffinity(0, sizeof(set), &set));
 	for (i = 0; i < CPU_SETSIZE; i++)
 		if (CPU_ISSET(i, &set))
