@@ -541,6 +541,8 @@ lookup:
 remote:
 	preempt_enable();
 	spin_lock_irqsave(&s->lock, ref->flags);
+	/* Held until mmcid_pcpu_put(); tell sparse it leaves with the caller. */
+	__release(&s->lock);
 	ref->cid = MMCID_PCPU_REMOTE;
 	ref->slot = mmcid_remote(s);
 	return ref->slot;
@@ -581,10 +583,12 @@ EXPORT_SYMBOL_GPL(mmcid_pcpu_get);
  */
 void mmcid_pcpu_put(struct mmcid_pcpu *s, struct mmcid_pcpu_ref *ref)
 {
-	if (ref->cid == MMCID_PCPU_REMOTE)
+	if (ref->cid == MMCID_PCPU_REMOTE) {
+		__acquire(&s->lock);	/* taken in __mmcid_pcpu_get() */
 		spin_unlock_irqrestore(&s->lock, ref->flags);
-	else
+	} else {
 		preempt_enable();
+	}
 }
 EXPORT_SYMBOL_GPL(mmcid_pcpu_put);
 
