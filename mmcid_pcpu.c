@@ -1091,8 +1091,13 @@ static ssize_t pn_mmcid_read(struct file *file, char __user *ubuf,
 	return simple_read_from_buffer(ubuf, count, ppos, buf, len);
 }
 
-/* No .owner, as for the control files: module exit removes the file. */
+/*
+ * Unlike the control files, this one has an .owner: its ->release is
+ * module code (it frees the per-file state) and debugfs calls it even
+ * after the file was removed, so an open file must pin the module.
+ */
 static const struct file_operations pn_mmcid_fops = {
+	.owner = THIS_MODULE,
 	.open = pn_mmcid_open,
 	.release = pn_mmcid_release,
 	.read = pn_mmcid_read,
