@@ -464,7 +464,7 @@ static void mmcid_init_slot(struct mmcid_pcpu *s, void *slot,
 }
 
 /* The cid to index with, or -1 for the remote slot.  Preemption is off. */
-static int mmcid_pick(struct mmcid_pcpu *s, enum mmcid_src src, int cid)
+static __always_inline int mmcid_pick(struct mmcid_pcpu *s, enum mmcid_src src, int cid)
 {
 	switch (src) {
 	case MMCID_SRC_TASK:
@@ -486,6 +486,35 @@ static int mmcid_pick(struct mmcid_pcpu *s, enum mmcid_src src, int cid)
 	if (cid < 0 || cid >= nr_cpu_ids)
 		return -1;
 	return cid;
+}
+
+/*
+ * The hot path: the caller's cid slot if its block exists and the slot is
+ * initialised, else NULL (the caller then takes __mmcid_pcpu_get()).
+ * Preemption is off and stays off while the slot is used.
+ */
+static __always_inline void *mmcid_fast_slot(struct mmcid_pcpu *s,
+					     enum mmcid_src src, int cid,
+					     int *used)
+{
+	unsigned long *ready;
+	unsigned int k, bit;
+	void *slots;
+	int c;
+
+	c = mmcid_pick(s, src, cid);
+	if (unlikely(c < 0))
+		return NULL;
+	k = mmcid_blk_of(c);
+	/* Pairs with the release in mmcid_grow(). */
+	slots = smp_load_acquire(mmcid_slots_ptr(s, k));
+	if (unlikely(!slots))
+		return NULL;
+	ready = mmcid_ready(s, k, c, &bit);
+	if (unlikely(!test_bit_acquire(bit, ready)))
+		return NULL;
+	*used = c;
+	return slots + (c - mmcid_blk_first(k)) * s->stride;
 }
 
 /**
@@ -797,7 +826,20 @@ int __mmcid_counter_add(struct mmcid_counter *c, s64 delta, gfp_t gfp,
 {
 	struct mmcid_pcpu *s = ctr_store(c);
 	struct mmcid_pcpu_ref ref;
+	local64_t *v;
 
+	preempt_disable();
+	v = mmcid_fast_slot(s, src, cid, &ref.cid);
+	if (likely(v)) {
+		local64_add(delta, v);
+		if (cpu)
+			*cpu = smp_processor_id();
+		preempt_enable();
+		return ref.cid;
+	}
+	preempt_enable();
+
+	/* First use of the slot, a missing block, or the remote slot. */
 	local64_add(delta, (local64_t *)__mmcid_pcpu_get(s, &ref, gfp, src, cid));
 	mmcid_pcpu_put(s, &ref);
 	if (cpu)
