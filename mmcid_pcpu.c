@@ -35,7 +35,9 @@
  * cid runs ops->init (or zeroes it) and sets the cid's ready bit.
  *
  * Access: mmcid_pcpu_get() disables preemption and reads
- * task_mm_cid(current), which is stable only then.  A caller that is not a
+ * task_mm_cid(current), which is stable only then.  The hot path (block
+ * present, slot initialised) is a few loads and one bit test; the counter
+ * inlines it around a local64_add().  A caller that is not a
  * thread of the mm (a kernel thread, including one that borrowed the mm
  * with kthread_use_mm(), a ptrace or get_user_pages_remote() style caller,
  * a thread that has already dropped its cid on exit) gets the remote slot
@@ -540,6 +542,12 @@ void *__mmcid_pcpu_get(struct mmcid_pcpu *s, struct mmcid_pcpu_ref *ref,
 again:
 	preempt_disable();
 	ref->cpu = smp_processor_id();
+	slot = mmcid_fast_slot(s, src, cid, &c);
+	if (likely(slot)) {
+		ref->cid = c;
+		ref->slot = slot;
+		return slot;
+	}
 	c = mmcid_pick(s, src, cid);
 	if (c < 0)
 		goto remote;
