@@ -25,8 +25,8 @@
  * Invariants:
  *  - At most one run exists at a time (pn_ctl.running under pn_ctl_lock);
  *    a second writer gets -EBUSY, never a queued run.
- *  - The writer never waits for the run: the module holds no reference on
- *    itself for it, so rmmod during a run is possible.  pn_control_stop()
+ *  - The writer never waits for the run and the run holds no reference on
+ *    the module, so rmmod during a run is possible.  pn_control_stop()
  *    first removes the control files (debugfs waits for callers already
  *    inside a file operation), then sets run->aborted and destroys the
  *    workqueue: every wait in a run is bounded by pn_should_stop(), so the
@@ -399,6 +399,7 @@ struct pn_worker {
 	pn_thread_fn fn;
 	void *arg;
 	unsigned int idx;
+	atomic_t *ready;
 	atomic_t *done;
 	struct task_struct *task;
 };
@@ -409,6 +410,8 @@ static int pn_worker_main(void *data)
 	struct pn_run *run = w->run;
 	int ret;
 
+	atomic_inc(w->ready);
+	wake_up(&run->wq);
 	while (!READ_ONCE(run->go) && !pn_should_stop(run))
 		schedule_timeout_uninterruptible(1);
 	ret = w->fn(run, w->idx, w->arg);
@@ -435,9 +438,10 @@ static int pn_worker_main(void *data)
  * @fn: worker body
  * @arg: passed to @fn
  *
- * All workers are created first and then released together, so that
- * measured phases start at the same moment; run->phase_ns holds the wall
- * time between release and the stop signal (or the last return).
+ * All workers are created first, and released together once every one of
+ * them is running, so that measured phases start at the same moment;
+ * run->phase_ns holds the wall time between release and the stop signal
+ * (or the last return).
  *
  * Context: Process context, may sleep.
  * Return: 0, -EINTR if the run was aborted, -ENOMEM, or the first
@@ -448,7 +452,7 @@ int pn_run_threads(struct pn_run *run, unsigned int nr, enum pn_pin pin,
 {
 	struct pn_worker *w;
 	unsigned int i, started = 0;
-	atomic_t done = ATOMIC_INIT(0);
+	atomic_t ready = ATOMIC_INIT(0), done = ATOMIC_INIT(0);
 	unsigned long timeout;
 	u64 t0;
 	int ret = 0, r;
@@ -467,6 +471,7 @@ int pn_run_threads(struct pn_run *run, unsigned int nr, enum pn_pin pin,
 		w[i].fn = fn;
 		w[i].arg = arg;
 		w[i].idx = i;
+		w[i].ready = &ready;
 		w[i].done = &done;
 		t = kthread_create(pn_worker_main, &w[i], "pcpu_next/%u", i);
 		if (IS_ERR(t)) {
@@ -481,6 +486,12 @@ int pn_run_threads(struct pn_run *run, unsigned int nr, enum pn_pin pin,
 		started++;
 	}
 
+	/*
+	 * Every worker must have entered its body before the clock starts:
+	 * on a loaded machine a phase could otherwise end before a worker
+	 * ever ran (and kthread_stop() would report -EINTR for it).
+	 */
+	wait_event(run->wq, pn_aborted(run) || atomic_read(&ready) == started);
 	t0 = ktime_get_ns();
 	WRITE_ONCE(run->go, true);
 	timeout = duration_ms ? msecs_to_jiffies(duration_ms) : MAX_SCHEDULE_TIMEOUT;
@@ -736,11 +747,13 @@ static ssize_t pn_bench_write(struct file *file, const char __user *buf,
 }
 
 /*
- * No .owner: an open file must not pin the module, so that rmmod can stop
- * a run.  debugfs_remove() in pn_control_stop() waits for operations in
- * progress and makes later ones fail with -EIO.
+ * .owner pins the module while a control file is open: debugfs calls the
+ * release op through these (module) structures even after the file was
+ * removed.  A run does not keep the file open, so rmmod during a run works;
+ * debugfs_remove() in pn_control_stop() waits for operations in progress.
  */
 static const struct file_operations pn_stress_fops = {
+	.owner = THIS_MODULE,
 	.open = pn_stress_open,
 	.read = seq_read,
 	.write = pn_stress_write,
@@ -749,6 +762,7 @@ static const struct file_operations pn_stress_fops = {
 };
 
 static const struct file_operations pn_bench_fops = {
+	.owner = THIS_MODULE,
 	.open = pn_bench_open,
 	.read = seq_read,
 	.write = pn_bench_write,
