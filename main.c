@@ -28,6 +28,7 @@
 
 #include <pcpu_next/counter_tree.h>
 #include <pcpu_next/internal.h>
+#include <pcpu_next/mmcid_pcpu.h>
 #include <pcpu_next/pcpu_alloc.h>
 
 struct pn_percpu_arg {
@@ -133,22 +134,26 @@ static int __init pcpu_next_init(void)
 {
 	int ret;
 
-	/* Components first: the control plane may start runs at once. */
-	ret = pn_ctree_subsys_init();
-	if (ret)
-		return ret;	/* nothing to undo: it only computes a shape */
-	ret = pn_control_init();
+	ret = pn_control_init();	/* workqueue and debugfs directory */
 	if (ret)
 		return ret;
-	ret = pn_alloc_init();
+	ret = pn_alloc_init();		/* everything below allocates from it */
 	if (ret)
-		goto control_exit;
-	pn_control_start();
+		goto err_control;
+	ret = pn_ctree_subsys_init();	/* only computes the tree's shape */
+	if (ret)
+		goto err_alloc;
+	ret = pn_mmcid_init();
+	if (ret)
+		goto err_alloc;
+	pn_control_start();		/* components ready: runs may start */
 	pr_info("loaded: %u possible CPUs, %u online\n",
 		num_possible_cpus(), num_online_cpus());
 	return 0;
 
-control_exit:
+err_alloc:
+	pn_alloc_exit();
+err_control:
 	pn_control_exit();
 	return ret;
 }
@@ -156,6 +161,7 @@ control_exit:
 static void __exit pcpu_next_exit(void)
 {
 	pn_control_stop();	/* no run may outlive a component */
+	pn_mmcid_exit();
 	pn_alloc_exit();
 	pn_control_exit();
 }

@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Per-mm storage indexed by the rseq concurrency id (mm_cid) instead of the
+ * CPU number: a process with T threads on a machine with C possible CPUs
+ * needs about min(T, C) slots, not C.  See mmcid_pcpu.c for the design.
+ */
+#ifndef _PCPU_NEXT_MMCID_PCPU_H
+#define _PCPU_NEXT_MMCID_PCPU_H
+
+#include <linux/gfp.h>
+#include <linux/types.h>
+
+struct mm_struct;
+struct mmcid_pcpu;
+struct mmcid_counter;
+
+/* Value of mmcid_pcpu_ref.cid when the caller got the remote slot. */
+#define MMCID_PCPU_REMOTE	(-1)
+
+/**
+ * struct mmcid_pcpu_ops - how the slots of a storage object are managed
+ * @init: called once for every slot before its first use, with interrupts
+ *	  disabled; must not sleep.  NULL: slots start zeroed.
+ * @fold: called when the mm is torn down, for every initialised cid slot,
+ *	  under the storage lock with interrupts disabled: merge @slot into
+ *	  @remote (the remote slot) so that no information is lost when the
+ *	  cid slots are freed.  NULL: the cid slots are simply dropped.
+ */
+struct mmcid_pcpu_ops {
+	void (*init)(void *slot, void *arg);
+	void (*fold)(void *remote, const void *slot, void *arg);
+};
+
+/**
+ * struct mmcid_pcpu_ref - what mmcid_pcpu_get() handed out
+ * @slot: the slot to use until mmcid_pcpu_put()
+ * @cid: the mm_cid whose slot it is, or MMCID_PCPU_REMOTE
+ * @cpu: the CPU the caller ran on when it got the slot
+ * @flags: saved interrupt state (remote slot only)
+ */
+struct mmcid_pcpu_ref {
+	void *slot;
+	int cid;
+	unsigned int cpu;
+	unsigned long flags;
+};
+
+struct mmcid_pcpu *mmcid_pcpu_create(struct mm_struct *mm, size_t size,
+				     const struct mmcid_pcpu_ops *ops,
+				     void *arg);
+void mmcid_pcpu_destroy(struct mmcid_pcpu *s);
+void *mmcid_pcpu_get(struct mmcid_pcpu *s, struct mmcid_pcpu_ref *ref,
+		     gfp_t gfp);
+void mmcid_pcpu_put(struct mmcid_pcpu *s, struct mmcid_pcpu_ref *ref);
+void mmcid_pcpu_for_each(struct mmcid_pcpu *s,
+			 void (*fn)(const void *slot, int cid, void *data),
+			 void *data);
+size_t mmcid_pcpu_memory(struct mmcid_pcpu *s);
+unsigned int mmcid_pcpu_slots(struct mmcid_pcpu *s);
+int mmcid_pcpu_max_cid(struct mmcid_pcpu *s);
+bool mmcid_pcpu_mm_gone(struct mmcid_pcpu *s);
+
+struct mmcid_counter *mmcid_counter_create(struct mm_struct *mm);
+void mmcid_counter_destroy(struct mmcid_counter *c);
+int mmcid_counter_add(struct mmcid_counter *c, s64 delta, gfp_t gfp,
+		      unsigned int *cpu);
+s64 mmcid_counter_sum(struct mmcid_counter *c);
+struct mmcid_pcpu *mmcid_counter_storage(struct mmcid_counter *c);
+
+/*
+ * Module-internal, for the KUnit suite and the benchmark (not exported):
+ * index by a cid the caller chooses.  MMCID_SRC_CPU uses the CPU number
+ * read with preemption disabled, which is exclusive exactly like a real
+ * cid is; MMCID_SRC_FIXED uses @cid and the caller guarantees that no one
+ * else uses that cid at the same time.
+ */
+enum mmcid_src { MMCID_SRC_TASK, MMCID_SRC_CPU, MMCID_SRC_FIXED };
+
+void *__mmcid_pcpu_get(struct mmcid_pcpu *s, struct mmcid_pcpu_ref *ref,
+		       gfp_t gfp, enum mmcid_src src, int cid);
+int __mmcid_counter_add(struct mmcid_counter *c, s64 delta, gfp_t gfp,
+			enum mmcid_src src, int cid, unsigned int *cpu);
+int pn_mmcid_parse(const char *buf, size_t len, s64 *delta);
+int pn_mmcid_init(void);
+void pn_mmcid_exit(void);
+
+#endif /* _PCPU_NEXT_MMCID_PCPU_H */

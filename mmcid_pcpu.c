@@ -1,0 +1,1509 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * mmcid_pcpu: per-mm storage indexed by the rseq concurrency id (mm_cid).
+ *
+ * Per-CPU data gives every possible CPU its own copy.  For data that
+ * belongs to one process (the RSS counters of an mm are the example) that
+ * is wasteful: a 4-thread process on a 256-CPU machine pays for 256 copies
+ * and zeroes all of them at fork.  The scheduler already hands every
+ * running thread of an mm a small dense id, task_mm_cid(), that no other
+ * running thread of that mm holds at the same time and that stays below
+ * min(nr_threads, nr_cpus_allowed) (it is what rseq exposes as mm_cid).
+ * Indexing by it instead of the CPU number keeps the "only I touch this
+ * copy" property while the storage follows the threads the process has.
+ *
+ *   struct mmcid_pcpu (one kmalloc)           blocks (kmalloc, on demand)
+ *   +------------------------------+
+ *   | mm, ctx, ops, lock, ref      |   small[0] -> [cid 0 |cid 1 |cid 2 |cid 3 ]
+ *   | ready0: init bits cid 0..63  |   small[1] -> [cid 4 .. 7]
+ *   | small[0..4] --------------------> small[2] -> [cid 8 .. 15]     (grows by
+ *   | large[k]: {slots, ready map} |   ...                             doubling)
+ *   | remote slot                  |   large[0] -> [cid 64 .. 127] + own bitmap
+ *   +------------------------------+
+ *          |  node
+ *          v
+ *   struct mmcid_mm (one per mm, an mmu_notifier from mmu_notifier_get()):
+ *   list of every storage object of the mm; .release folds and frees them
+ *   when the mm is torn down.
+ *
+ * Block k holds cids [B0 << (k-1), B0 << k) (block 0: [0, B0)), with B0 = 4,
+ * so a process whose largest cid is c owns at most max(B0, 2 * (c + 1))
+ * slots and never nr_cpu_ids of them unless it uses that many cids.  Each
+ * slot is SMP_CACHE_BYTES apart from the next, so two cids never share a
+ * cache line (the property per-CPU memory gets from its per-CPU units).
+ * Slots are not initialised when a block is allocated: the first user of a
+ * cid runs ops->init (or zeroes it) and sets the cid's ready bit.
+ *
+ * Access: mmcid_pcpu_get() disables preemption and reads
+ * task_mm_cid(current), which is stable only then.  The hot path (block
+ * present, slot initialised) is a few loads and one bit test; the counter
+ * inlines it around a local64_add().  A caller that is not a
+ * thread of the mm (a kernel thread, including one that borrowed the mm
+ * with kthread_use_mm(), a ptrace or get_user_pages_remote() style caller,
+ * a thread that has already dropped its cid on exit) gets the remote slot
+ * instead, under s->lock with interrupts disabled.  When a block cannot be
+ * allocated (atomic caller, memory pressure) the caller also falls back to
+ * the remote slot, so mmcid_pcpu_get() never fails.  Readers
+ * (mmcid_pcpu_for_each(), the counter's sum) visit every ready slot and
+ * the remote slot under s->lock.
+ *
+ * Invariants:
+ *  - A cid slot is written only by the task that holds that cid, with
+ *    preemption disabled, or by an interrupt on that task's CPU (callers
+ *    that use the storage from interrupts must update slots with
+ *    interrupt-safe operations, as with this_cpu_ptr(); the counter uses
+ *    local64_t).  The scheduler never gives one cid to two running tasks
+ *    of an mm, and a task's cid changes only while it is preempted.
+ *  - A slot is initialised exactly once: only the cid owner initialises,
+ *    with interrupts disabled (so no interrupt on its CPU sees it half
+ *    done), and test_and_set_bit() of the ready bit WARNs if anyone else
+ *    did it in the meantime (which would mean the exclusivity above broke).
+ *  - Blocks are published under s->lock and only while !s->dead; they are
+ *    freed only under s->lock (teardown) or when the last reference goes.
+ *  - The remote slot exists for the whole life of the object.
+ *
+ * Locking:
+ *  - s->lock (spinlock, irqsave) protects the remote slot, block
+ *    publication, s->dead and the folding of slots at teardown, and makes
+ *    readers see one consistent picture (they never count a folded slot
+ *    twice).
+ *  - ctx->lock (spinlock) protects ctx->objs (list membership of storage
+ *    objects).  It nests outside nothing and is never held together with
+ *    s->lock.
+ *  - pn_mmcid_reg_lock (mutex) protects the debugfs registry; it is taken
+ *    before mmap_lock (mmu_notifier_get()) and from ->release, which runs
+ *    without mmap_lock.
+ *
+ * Memory ordering: a block's slot pointer is published with
+ * smp_store_release() after its ready bitmap pointer is set, and read with
+ * smp_load_acquire().  A slot's ready bit is set with test_and_set_bit()
+ * (fully ordered) after the slot was initialised, and read with
+ * test_bit_acquire(), so a reader that sees the bit sees the initialised
+ * slot.  The hand-over of a cid from one task to the next goes through the
+ * scheduler's rq locks and the fully ordered cmpxchg on the mm's per-CPU
+ * cid, which orders the old owner's slot updates before the new owner's.
+ *
+ * Lifetime: each storage object holds one reference on its mm's context
+ * (mmu_notifier_get/put), which holds mm_count.  When the mm is torn down
+ * (the last mm_users reference, even if the process never said goodbye),
+ * ->release folds every ready cid slot into the remote slot (ops->fold),
+ * frees the blocks and marks the object dead: memory drops to the header,
+ * sums stay exact.  No thread of the mm exists any more then, so no local
+ * access can race with it.  The object itself goes when its creator calls
+ * mmcid_pcpu_destroy() (and after ->release if that is running).  The
+ * debugfs counters of this module are owned by a registry whose own
+ * mmu_notifier destroys them at mm teardown, and by module unload, which
+ * then waits with mmu_notifier_synchronize().
+ */
+
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/bitmap.h>
+#include <linux/bitops.h>
+#include <linux/cache.h>
+#include <linux/ctype.h>
+#include <linux/debugfs.h>
+#include <linux/err.h>
+#include <linux/kthread.h>
+#include <linux/list.h>
+#include <asm/local64.h>
+#include <linux/log2.h>
+#include <linux/mm.h>
+#include <linux/mmu_notifier.h>
+#include <linux/module.h>
+#include <linux/mutex.h>
+#include <linux/percpu.h>
+#include <linux/percpu_counter.h>
+#include <linux/pid.h>
+#include <linux/refcount.h>
+#include <linux/sched.h>
+#include <linux/sched/mm.h>
+#include <linux/sched/task.h>
+#include <linux/slab.h>
+#include <linux/spinlock.h>
+#include <linux/uaccess.h>
+
+#include <pcpu_next/internal.h>
+#include <pcpu_next/mmcid_pcpu.h>
+
+#define MMCID_B0	4U		/* slots in block 0, a power of two */
+#define MMCID_B0_SHIFT	ilog2(MMCID_B0)
+/* Blocks whose cids are all below BITS_PER_LONG use the header's ready0. */
+#define MMCID_SMALL	(ilog2(BITS_PER_LONG) - MMCID_B0_SHIFT + 1)
+#define MMCID_MAX_SLOT	PAGE_SIZE		/* largest slot accepted */
+
+/* Per-mm context: one mmu_notifier subscription shared by all objects. */
+struct mmcid_mm {
+	struct mmu_notifier mn;
+	spinlock_t lock;		/* protects objs */
+	struct list_head objs;		/* live storage objects of the mm */
+};
+
+struct mmcid_blk {
+	void *slots;
+	unsigned long *ready;
+};
+
+struct mmcid_pcpu {
+	struct mm_struct *mm;
+	struct mmcid_mm *ctx;
+	const struct mmcid_pcpu_ops *ops;
+	void *arg;
+	u32 size;			/* slot payload */
+	u32 stride;			/* distance between cid slots */
+	spinlock_t lock;		/* remote slot, blocks, dead; see above */
+	refcount_t ref;			/* creator + a running ->release */
+	u16 nblk;			/* blocks that cover nr_cpu_ids cids */
+	bool dead;			/* mm torn down, cid slots folded */
+	struct list_head node;		/* on ctx->objs, under ctx->lock */
+	unsigned long ready0;		/* ready bits of cids 0..BITS_PER_LONG-1 */
+	void *small[MMCID_SMALL];	/* blocks 0..MMCID_SMALL-1 */
+	struct mmcid_blk large[];	/* blocks MMCID_SMALL..nblk-1 */
+	/* followed by the remote slot */
+};
+
+static unsigned int mmcid_blk_of(unsigned int cid)
+{
+	return cid < MMCID_B0 ? 0 : fls(cid) - MMCID_B0_SHIFT;
+}
+
+static unsigned int mmcid_blk_first(unsigned int k)
+{
+	return k ? MMCID_B0 << (k - 1) : 0;
+}
+
+/* Slots in block k, capped so that no block reaches past nr_cpu_ids. */
+static unsigned int mmcid_blk_len(unsigned int k)
+{
+	unsigned int first = mmcid_blk_first(k);
+	unsigned int len = k ? MMCID_B0 << (k - 1) : MMCID_B0;
+
+	return min(len, nr_cpu_ids - first);
+}
+
+static unsigned int mmcid_nblk(void)
+{
+	return mmcid_blk_of(nr_cpu_ids - 1) + 1;
+}
+
+static unsigned int mmcid_nlarge(unsigned int nblk)
+{
+	return nblk > MMCID_SMALL ? nblk - MMCID_SMALL : 0;
+}
+
+static size_t mmcid_hdr_size(unsigned int nblk)
+{
+	return ALIGN(struct_size_t(struct mmcid_pcpu, large,
+				   mmcid_nlarge(nblk)), sizeof(long));
+}
+
+static void *mmcid_remote(struct mmcid_pcpu *s)
+{
+	return (void *)s + mmcid_hdr_size(s->nblk);
+}
+
+static void **mmcid_slots_ptr(struct mmcid_pcpu *s, unsigned int k)
+{
+	return k < MMCID_SMALL ? &s->small[k] : &s->large[k - MMCID_SMALL].slots;
+}
+
+/* The ready bitmap of block k and the bit of @cid in it. */
+static unsigned long *mmcid_ready(struct mmcid_pcpu *s, unsigned int k,
+				  unsigned int cid, unsigned int *bit)
+{
+	if (k < MMCID_SMALL) {
+		*bit = cid;
+		return &s->ready0;
+	}
+	*bit = cid - mmcid_blk_first(k);
+	return READ_ONCE(s->large[k - MMCID_SMALL].ready);
+}
+
+/* ---- per-mm context ------------------------------------------------------ */
+
+static void mmcid_teardown(struct mmcid_pcpu *s);
+static void mmcid_pcpu_unref(struct mmcid_pcpu *s);
+
+static struct mmu_notifier *mmcid_mm_alloc(struct mm_struct *mm)
+{
+	struct mmcid_mm *ctx = kzalloc(sizeof(*ctx), GFP_KERNEL);
+
+	if (!ctx)
+		return ERR_PTR(-ENOMEM);
+	spin_lock_init(&ctx->lock);
+	INIT_LIST_HEAD(&ctx->objs);
+	return &ctx->mn;
+}
+
+static void mmcid_mm_free(struct mmu_notifier *mn)
+{
+	kfree(container_of(mn, struct mmcid_mm, mn));
+}
+
+/*
+ * The mm's last user is gone (exit_mmap()).  Take the objects off the list
+ * one at a time, with a reference so that a concurrent destroy cannot free
+ * one under us, and fold each into its remote slot.
+ */
+static void mmcid_mm_release(struct mmu_notifier *mn, struct mm_struct *mm)
+{
+	struct mmcid_mm *ctx = container_of(mn, struct mmcid_mm, mn);
+	struct mmcid_pcpu *s;
+
+	for (;;) {
+		spin_lock(&ctx->lock);
+		s = list_first_entry_or_null(&ctx->objs, struct mmcid_pcpu, node);
+		if (s) {
+			list_del_init(&s->node);
+			refcount_inc(&s->ref);
+		}
+		spin_unlock(&ctx->lock);
+		if (!s)
+			break;
+		mmcid_teardown(s);
+		mmcid_pcpu_unref(s);
+	}
+}
+
+static const struct mmu_notifier_ops mmcid_mm_ops = {
+	.release = mmcid_mm_release,
+	.alloc_notifier = mmcid_mm_alloc,
+	.free_notifier = mmcid_mm_free,
+};
+
+/* ---- storage object -------------------------------------------------------- */
+
+/* Free every block; s->lock held or the object unreachable. */
+static void mmcid_free_blocks(struct mmcid_pcpu *s)
+{
+	unsigned int k;
+
+	for (k = 0; k < s->nblk; k++) {
+		void **slots = mmcid_slots_ptr(s, k);
+
+		kfree(*slots);
+		WRITE_ONCE(*slots, NULL);
+		if (k >= MMCID_SMALL) {
+			bitmap_free(s->large[k - MMCID_SMALL].ready);
+			WRITE_ONCE(s->large[k - MMCID_SMALL].ready, NULL);
+		}
+	}
+	WRITE_ONCE(s->ready0, 0);
+}
+
+/* Call @fn on every ready cid slot; s->lock held. */
+static void mmcid_walk(struct mmcid_pcpu *s,
+		       void (*fn)(struct mmcid_pcpu *s, void *slot, int cid,
+				  void *data), void *data)
+{
+	unsigned int k, i, bit;
+
+	lockdep_assert_held(&s->lock);
+	for (k = 0; k < s->nblk; k++) {
+		void *slots = READ_ONCE(*mmcid_slots_ptr(s, k));
+		unsigned int first = mmcid_blk_first(k);
+		unsigned long *ready;
+
+		if (!slots)
+			continue;
+		ready = mmcid_ready(s, k, first, &bit);
+		for (i = 0; i < mmcid_blk_len(k); i++)
+			if (test_bit_acquire(bit + i, ready))
+				fn(s, slots + i * s->stride, first + i, data);
+	}
+}
+
+static void mmcid_fold_one(struct mmcid_pcpu *s, void *slot, int cid,
+			   void *data)
+{
+	s->ops->fold(mmcid_remote(s), slot, s->arg);
+}
+
+/* The mm is gone: fold the cid slots into the remote slot, free them. */
+static void mmcid_teardown(struct mmcid_pcpu *s)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&s->lock, flags);
+	if (!s->dead) {
+		s->dead = true;
+		if (s->ops && s->ops->fold)
+			mmcid_walk(s, mmcid_fold_one, NULL);
+		mmcid_free_blocks(s);
+	}
+	spin_unlock_irqrestore(&s->lock, flags);
+}
+
+static void mmcid_pcpu_unref(struct mmcid_pcpu *s)
+{
+	if (!refcount_dec_and_test(&s->ref))
+		return;
+	mmcid_free_blocks(s);
+	mmu_notifier_put(&s->ctx->mn);
+	kfree(s);
+}
+
+/**
+ * mmcid_pcpu_create() - create storage for an mm, indexed by mm_cid
+ * @mm: the mm; the caller holds mm_users (mmget() or it is current->mm)
+ * @size: bytes per slot, 1..PAGE_SIZE
+ * @ops: slot init/fold callbacks, or NULL (zeroed slots, nothing folded)
+ * @arg: passed to the callbacks
+ *
+ * Allocates only the header and the remote slot; cid slots come in blocks
+ * as cids are used.  The storage stays usable after @mm is torn down (all
+ * accesses then go to the remote slot) until mmcid_pcpu_destroy().
+ *
+ * Context: Process context, may sleep (takes @mm's mmap_lock).
+ * Return: the storage, or an ERR_PTR(): -EINVAL for a bad @size, -ENOMEM.
+ */
+struct mmcid_pcpu *mmcid_pcpu_create(struct mm_struct *mm, size_t size,
+				     const struct mmcid_pcpu_ops *ops,
+				     void *arg)
+{
+	unsigned int nblk = mmcid_nblk();
+	struct mmu_notifier *mn;
+	struct mmcid_pcpu *s;
+
+	might_sleep();
+	if (!mm || !size || size > MMCID_MAX_SLOT)
+		return ERR_PTR(-EINVAL);
+	s = kzalloc(mmcid_hdr_size(nblk) + size, GFP_KERNEL);
+	if (!s)
+		return ERR_PTR(-ENOMEM);
+	s->mm = mm;
+	s->ops = ops;
+	s->arg = arg;
+	s->size = size;
+	s->stride = ALIGN(size, SMP_CACHE_BYTES);
+	s->nblk = nblk;
+	spin_lock_init(&s->lock);
+	refcount_set(&s->ref, 1);
+	INIT_LIST_HEAD(&s->node);
+	if (ops && ops->init)
+		ops->init(mmcid_remote(s), arg);
+
+	mn = mmu_notifier_get(&mmcid_mm_ops, mm);
+	if (IS_ERR(mn)) {
+		kfree(s);
+		return ERR_CAST(mn);
+	}
+	s->ctx = container_of(mn, struct mmcid_mm, mn);
+	spin_lock(&s->ctx->lock);
+	list_add(&s->node, &s->ctx->objs);
+	spin_unlock(&s->ctx->lock);
+	return s;
+}
+EXPORT_SYMBOL_GPL(mmcid_pcpu_create);
+
+/**
+ * mmcid_pcpu_destroy() - free storage created by mmcid_pcpu_create()
+ * @s: the storage; no mmcid_pcpu_get() of it may be in progress or follow
+ *
+ * Context: Process context; does not sleep.
+ */
+void mmcid_pcpu_destroy(struct mmcid_pcpu *s)
+{
+	if (IS_ERR_OR_NULL(s))
+		return;
+	spin_lock(&s->ctx->lock);
+	list_del_init(&s->node);
+	spin_unlock(&s->ctx->lock);
+	mmcid_pcpu_unref(s);
+}
+EXPORT_SYMBOL_GPL(mmcid_pcpu_destroy);
+
+/* Allocate and publish block k.  0 if it exists afterwards, else -errno. */
+static int mmcid_grow(struct mmcid_pcpu *s, unsigned int k, gfp_t gfp)
+{
+	unsigned int len = mmcid_blk_len(k);
+	unsigned long *ready = NULL, flags;
+	void **slotsp = mmcid_slots_ptr(s, k);
+	void *slots;
+	int ret = 0;
+
+	slots = kmalloc_array(len, s->stride, gfp);	/* initialised on use */
+	if (k >= MMCID_SMALL)
+		ready = bitmap_zalloc(len, gfp);
+	if (!slots || (k >= MMCID_SMALL && !ready)) {
+		ret = -ENOMEM;
+		goto free;
+	}
+
+	spin_lock_irqsave(&s->lock, flags);
+	if (s->dead) {
+		ret = -ENOENT;
+	} else if (!*slotsp) {
+		if (ready)
+			WRITE_ONCE(s->large[k - MMCID_SMALL].ready, ready);
+		/* Bitmap and block before the pointer; pairs with the acquire in get. */
+		smp_store_release(slotsp, slots);
+		slots = NULL;
+		ready = NULL;
+	}
+	spin_unlock_irqrestore(&s->lock, flags);
+free:
+	kfree(slots);
+	bitmap_free(ready);
+	return ret;
+}
+
+/* First use of a slot by its cid owner (preemption disabled). */
+static void mmcid_init_slot(struct mmcid_pcpu *s, void *slot,
+			    unsigned long *ready, unsigned int bit)
+{
+	unsigned long flags;
+
+	local_irq_save(flags);
+	if (!test_bit(bit, ready)) {
+		if (s->ops && s->ops->init)
+			s->ops->init(slot, s->arg);
+		else
+			memset(slot, 0, s->size);
+		WARN_ON_ONCE(test_and_set_bit(bit, ready));
+	}
+	local_irq_restore(flags);
+}
+
+/* The cid to index with, or -1 for the remote slot.  Preemption is off. */
+static __always_inline int mmcid_pick(struct mmcid_pcpu *s, enum mmcid_src src, int cid)
+{
+	switch (src) {
+	case MMCID_SRC_TASK:
+		if (current->mm != s->mm || (current->flags & PF_KTHREAD))
+			return -1;
+		/*
+		 * Without CONFIG_SCHED_MM_CID this is the CPU number, which
+		 * is exclusive under preempt_disable() just the same.  A
+		 * thread that already gave its cid back (exit, exec) has -1.
+		 */
+		cid = task_mm_cid(current);
+		break;
+	case MMCID_SRC_CPU:
+		cid = smp_processor_id();
+		break;
+	case MMCID_SRC_FIXED:
+		break;
+	}
+	if (cid < 0 || cid >= nr_cpu_ids)
+		return -1;
+	return cid;
+}
+
+/*
+ * The hot path: the caller's cid slot if its block exists and the slot is
+ * initialised, else NULL (the caller then takes __mmcid_pcpu_get()).
+ * Preemption is off and stays off while the slot is used.
+ */
+static __always_inline void *mmcid_fast_slot(struct mmcid_pcpu *s,
+					     enum mmcid_src src, int cid,
+					     int *used)
+{
+	unsigned long *ready;
+	unsigned int k, bit;
+	void *slots;
+	int c;
+
+	c = mmcid_pick(s, src, cid);
+	if (unlikely(c < 0))
+		return NULL;
+	k = mmcid_blk_of(c);
+	/* Pairs with the release in mmcid_grow(). */
+	slots = smp_load_acquire(mmcid_slots_ptr(s, k));
+	if (unlikely(!slots))
+		return NULL;
+	ready = mmcid_ready(s, k, c, &bit);
+	if (unlikely(!test_bit_acquire(bit, ready)))
+		return NULL;
+	*used = c;
+	return slots + (c - mmcid_blk_first(k)) * s->stride;
+}
+
+/**
+ * __mmcid_pcpu_get() - mmcid_pcpu_get() with a choice of cid source
+ * @s: the storage
+ * @ref: filled in; pass it to mmcid_pcpu_put()
+ * @gfp: allocation flags for a missing block
+ * @src: where the cid comes from (MMCID_SRC_TASK for everyone but tests)
+ * @cid: the cid for MMCID_SRC_FIXED
+ *
+ * Context: See mmcid_pcpu_get().
+ * Return: the slot.
+ */
+void *__mmcid_pcpu_get(struct mmcid_pcpu *s, struct mmcid_pcpu_ref *ref,
+		       gfp_t gfp, enum mmcid_src src, int cid)
+{
+	bool may_sleep = gfpflags_allow_blocking(gfp);
+	unsigned int k, bit, tries = 0;
+	unsigned long *ready;
+	void *slots, *slot;
+	int c;
+
+again:
+	preempt_disable();
+	ref->cpu = smp_processor_id();
+	slot = mmcid_fast_slot(s, src, cid, &c);
+	if (likely(slot)) {
+		ref->cid = c;
+		ref->slot = slot;
+		return slot;
+	}
+	c = mmcid_pick(s, src, cid);
+	if (c < 0)
+		goto remote;
+	k = mmcid_blk_of(c);
+lookup:
+	/* Pairs with the release in mmcid_grow(): the bitmap is visible. */
+	slots = smp_load_acquire(mmcid_slots_ptr(s, k));
+	if (unlikely(!slots)) {
+		if (may_sleep && tries++ < 3) {
+			/* The cid may change meanwhile: look it up again. */
+			preempt_enable();
+			might_sleep();
+			mmcid_grow(s, k, gfp);
+			goto again;
+		}
+		if (!may_sleep && !mmcid_grow(s, k, gfp))
+			goto lookup;
+		goto remote;
+	}
+	ready = mmcid_ready(s, k, c, &bit);
+	slot = slots + (c - mmcid_blk_first(k)) * s->stride;
+	if (unlikely(!test_bit_acquire(bit, ready)))
+		mmcid_init_slot(s, slot, ready, bit);
+	ref->cid = c;
+	ref->slot = slot;
+	return slot;
+
+remote:
+	preempt_enable();
+	spin_lock_irqsave(&s->lock, ref->flags);
+	/* Held until mmcid_pcpu_put(); tell sparse it leaves with the caller. */
+	__release(&s->lock);
+	ref->cid = MMCID_PCPU_REMOTE;
+	ref->slot = mmcid_remote(s);
+	return ref->slot;
+}
+
+/**
+ * mmcid_pcpu_get() - the calling thread's slot
+ * @s: the storage
+ * @ref: filled in; pass it to mmcid_pcpu_put()
+ * @gfp: allocation flags if the cid's block does not exist yet; with a
+ *	 blocking mask the call may sleep (only then), with GFP_NOWAIT or
+ *	 GFP_ATOMIC a failed allocation sends the caller to the remote slot
+ *
+ * A thread of @s's mm gets the slot of its mm_cid, initialised on first
+ * use, with preemption disabled until mmcid_pcpu_put(); it must not sleep
+ * in between.  Anyone else gets the remote slot, with s's lock held and
+ * interrupts disabled.  Like this_cpu_ptr(), a cid slot is not protected
+ * against interrupts on the same CPU: use interrupt-safe updates
+ * (local_t, local64_t) if the storage is also used from interrupts.
+ *
+ * Context: Any context if @gfp does not allow blocking; else process
+ * context.
+ * Return: the slot (never NULL).
+ */
+void *mmcid_pcpu_get(struct mmcid_pcpu *s, struct mmcid_pcpu_ref *ref,
+		     gfp_t gfp)
+{
+	return __mmcid_pcpu_get(s, ref, gfp, MMCID_SRC_TASK, 0);
+}
+EXPORT_SYMBOL_GPL(mmcid_pcpu_get);
+
+/**
+ * mmcid_pcpu_put() - end the access begun by mmcid_pcpu_get()
+ * @s: the storage
+ * @ref: what mmcid_pcpu_get() filled in
+ *
+ * Context: The context that called mmcid_pcpu_get().
+ */
+void mmcid_pcpu_put(struct mmcid_pcpu *s, struct mmcid_pcpu_ref *ref)
+{
+	if (ref->cid == MMCID_PCPU_REMOTE) {
+		__acquire(&s->lock);	/* taken in __mmcid_pcpu_get() */
+		spin_unlock_irqrestore(&s->lock, ref->flags);
+	} else {
+		preempt_enable();
+	}
+}
+EXPORT_SYMBOL_GPL(mmcid_pcpu_put);
+
+struct mmcid_each {
+	void (*fn)(const void *slot, int cid, void *data);
+	void *data;
+};
+
+static void mmcid_each_one(struct mmcid_pcpu *s, void *slot, int cid,
+			   void *data)
+{
+	struct mmcid_each *e = data;
+
+	e->fn(slot, cid, e->data);
+}
+
+/**
+ * mmcid_pcpu_for_each() - visit every initialised slot and the remote slot
+ * @s: the storage
+ * @fn: called with each slot and its cid (MMCID_PCPU_REMOTE last)
+ * @data: passed to @fn
+ *
+ * @fn runs with s's lock held and interrupts disabled and must not sleep.
+ * Cid slots may be updated by their owners meanwhile; the remote slot and
+ * the set of slots are stable.
+ *
+ * Context: Any context.
+ */
+void mmcid_pcpu_for_each(struct mmcid_pcpu *s,
+			 void (*fn)(const void *slot, int cid, void *data),
+			 void *data)
+{
+	struct mmcid_each e = { .fn = fn, .data = data };
+	unsigned long flags;
+
+	spin_lock_irqsave(&s->lock, flags);
+	mmcid_walk(s, mmcid_each_one, &e);
+	fn(mmcid_remote(s), MMCID_PCPU_REMOTE, data);
+	spin_unlock_irqrestore(&s->lock, flags);
+}
+EXPORT_SYMBOL_GPL(mmcid_pcpu_for_each);
+
+/**
+ * mmcid_pcpu_memory() - bytes the storage occupies
+ * @s: the storage
+ *
+ * Counts the kmalloc buckets really used: header with the remote slot,
+ * blocks and their bitmaps.  The per-mm context (shared by every object
+ * of the mm) is not included.
+ *
+ * Context: Any context.
+ * Return: the byte count.
+ */
+size_t mmcid_pcpu_memory(struct mmcid_pcpu *s)
+{
+	size_t bytes = kmalloc_size_roundup(mmcid_hdr_size(s->nblk) + s->size);
+	unsigned long flags;
+	unsigned int k;
+
+	spin_lock_irqsave(&s->lock, flags);
+	for (k = 0; k < s->nblk; k++) {
+		if (!*mmcid_slots_ptr(s, k))
+			continue;
+		bytes += kmalloc_size_roundup(mmcid_blk_len(k) * s->stride);
+		if (k >= MMCID_SMALL)
+			bytes += kmalloc_size_roundup(BITS_TO_LONGS(mmcid_blk_len(k)) *
+						      sizeof(long));
+	}
+	spin_unlock_irqrestore(&s->lock, flags);
+	return bytes;
+}
+EXPORT_SYMBOL_GPL(mmcid_pcpu_memory);
+
+/**
+ * mmcid_pcpu_slots() - cid slots allocated (initialised or not)
+ * @s: the storage
+ *
+ * Context: Any context.
+ * Return: the number of slots in the allocated blocks.
+ */
+unsigned int mmcid_pcpu_slots(struct mmcid_pcpu *s)
+{
+	unsigned int k, n = 0;
+	unsigned long flags;
+
+	spin_lock_irqsave(&s->lock, flags);
+	for (k = 0; k < s->nblk; k++)
+		if (*mmcid_slots_ptr(s, k))
+			n += mmcid_blk_len(k);
+	spin_unlock_irqrestore(&s->lock, flags);
+	return n;
+}
+EXPORT_SYMBOL_GPL(mmcid_pcpu_slots);
+
+static void mmcid_max_one(struct mmcid_pcpu *s, void *slot, int cid,
+			  void *data)
+{
+	int *max = data;
+
+	*max = max(*max, cid);
+}
+
+/**
+ * mmcid_pcpu_max_cid() - the largest cid whose slot was initialised
+ * @s: the storage
+ *
+ * Context: Any context.
+ * Return: that cid, or -1 if none (or after the mm was torn down).
+ */
+int mmcid_pcpu_max_cid(struct mmcid_pcpu *s)
+{
+	unsigned long flags;
+	int max = -1;
+
+	spin_lock_irqsave(&s->lock, flags);
+	mmcid_walk(s, mmcid_max_one, &max);
+	spin_unlock_irqrestore(&s->lock, flags);
+	return max;
+}
+EXPORT_SYMBOL_GPL(mmcid_pcpu_max_cid);
+
+/**
+ * mmcid_pcpu_mm_gone() - has the storage's mm been torn down?
+ * @s: the storage
+ *
+ * Context: Any context.
+ * Return: true once the cid slots were folded and freed.
+ */
+bool mmcid_pcpu_mm_gone(struct mmcid_pcpu *s)
+{
+	unsigned long flags;
+	bool dead;
+
+	spin_lock_irqsave(&s->lock, flags);
+	dead = s->dead;
+	spin_unlock_irqrestore(&s->lock, flags);
+	return dead;
+}
+EXPORT_SYMBOL_GPL(mmcid_pcpu_mm_gone);
+
+/* ---- counter ------------------------------------------------------------------ */
+
+/*
+ * A counter is a storage object whose slots are one local64_t each.
+ * struct mmcid_counter is never defined: it is the storage object under a
+ * distinct type, so that counter and raw storage are not mixed up.
+ */
+static struct mmcid_pcpu *ctr_store(struct mmcid_counter *c)
+{
+	return (struct mmcid_pcpu *)c;
+}
+
+static void mmcid_counter_fold(void *remote, const void *slot, void *arg)
+{
+	local64_add(local64_read((local64_t *)slot), (local64_t *)remote);
+}
+
+static const struct mmcid_pcpu_ops mmcid_counter_ops = {
+	.fold = mmcid_counter_fold,
+};
+
+/**
+ * mmcid_counter_create() - a counter of an mm, one local64_t per cid
+ * @mm: as for mmcid_pcpu_create()
+ *
+ * Context: Process context, may sleep.
+ * Return: the counter or an ERR_PTR().
+ */
+struct mmcid_counter *mmcid_counter_create(struct mm_struct *mm)
+{
+	struct mmcid_pcpu *s = mmcid_pcpu_create(mm, sizeof(local64_t),
+						 &mmcid_counter_ops, NULL);
+
+	return IS_ERR(s) ? ERR_CAST(s) : (struct mmcid_counter *)s;
+}
+EXPORT_SYMBOL_GPL(mmcid_counter_create);
+
+/**
+ * mmcid_counter_destroy() - free a counter
+ * @c: the counter (NULL or an ERR_PTR() is ignored)
+ *
+ * Context: Process context.
+ */
+void mmcid_counter_destroy(struct mmcid_counter *c)
+{
+	if (!IS_ERR_OR_NULL(c))
+		mmcid_pcpu_destroy(ctr_store(c));
+}
+EXPORT_SYMBOL_GPL(mmcid_counter_destroy);
+
+/**
+ * mmcid_counter_storage() - the storage object under a counter
+ * @c: the counter
+ *
+ * Context: Any context.
+ * Return: the storage, for mmcid_pcpu_memory() and friends.
+ */
+struct mmcid_pcpu *mmcid_counter_storage(struct mmcid_counter *c)
+{
+	return ctr_store(c);
+}
+EXPORT_SYMBOL_GPL(mmcid_counter_storage);
+
+int __mmcid_counter_add(struct mmcid_counter *c, s64 delta, gfp_t gfp,
+			enum mmcid_src src, int cid, unsigned int *cpu)
+{
+	struct mmcid_pcpu *s = ctr_store(c);
+	struct mmcid_pcpu_ref ref;
+	local64_t *v;
+
+	preempt_disable();
+	v = mmcid_fast_slot(s, src, cid, &ref.cid);
+	if (likely(v)) {
+		local64_add(delta, v);
+		if (cpu)
+			*cpu = smp_processor_id();
+		preempt_enable();
+		return ref.cid;
+	}
+	preempt_enable();
+
+	/* First use of the slot, a missing block, or the remote slot. */
+	local64_add(delta, (local64_t *)__mmcid_pcpu_get(s, &ref, gfp, src, cid));
+	mmcid_pcpu_put(s, &ref);
+	if (cpu)
+		*cpu = ref.cpu;
+	return ref.cid;
+}
+
+/**
+ * mmcid_counter_add() - add to the caller's cid slot (or the remote slot)
+ * @c: the counter
+ * @delta: the amount
+ * @gfp: as for mmcid_pcpu_get()
+ * @cpu: if not NULL, set to the CPU the add ran on
+ *
+ * Interrupt safe: the slot is updated with local64_add().
+ *
+ * Context: As for mmcid_pcpu_get().
+ * Return: the cid whose slot was used, or MMCID_PCPU_REMOTE.
+ */
+int mmcid_counter_add(struct mmcid_counter *c, s64 delta, gfp_t gfp,
+		      unsigned int *cpu)
+{
+	return __mmcid_counter_add(c, delta, gfp, MMCID_SRC_TASK, 0, cpu);
+}
+EXPORT_SYMBOL_GPL(mmcid_counter_add);
+
+static void mmcid_sum_one(const void *slot, int cid, void *data)
+{
+	*(s64 *)data += local64_read((local64_t *)slot);
+}
+
+/**
+ * mmcid_counter_sum() - the counter's value
+ * @c: the counter
+ *
+ * Exact when no add runs concurrently (and after the mm is torn down);
+ * with concurrent adds, as percpu_counter_sum(): each slot is read once.
+ *
+ * Context: Any context.
+ * Return: the sum of every cid slot and the remote slot.
+ */
+s64 mmcid_counter_sum(struct mmcid_counter *c)
+{
+	s64 sum = 0;
+
+	mmcid_pcpu_for_each(ctr_store(c), mmcid_sum_one, &sum);
+	return sum;
+}
+EXPORT_SYMBOL_GPL(mmcid_counter_sum);
+
+/* ---- debugfs: adds from user threads ---------------------------------------- */
+
+/*
+ * /sys/kernel/debug/pcpu_next/mmcid (root only).  Every process that
+ * writes to it gets one counter for its mm, created on first use and
+ * destroyed when the mm is torn down (or at module unload).
+ *
+ *   write  "add <n>" or "add <n>\n", one write(2) at offset 0; <n> is a
+ *          decimal in [-2^31, 2^31 - 1] ('-' allowed, no '+', no blanks)
+ *          EINVAL: malformed, offset not 0, writer without an mm
+ *          ERANGE: <n> out of range; E2BIG: 64 bytes or more
+ *   read   the result of the last add through this open file, one line:
+ *          "cid=<c> cpu=<p> sum=<s> maxcid=<m> slots=<n> mem=<bytes>\n"
+ *          c: the mm_cid whose slot took the add (-1: the remote slot);
+ *          p: the CPU it ran on; s: the counter's sum right after the
+ *          add; m: the largest cid with an initialised slot; n: cid slots
+ *          allocated; bytes: mmcid_pcpu_memory().
+ *          ENODATA before the first add.
+ * Use one open file per thread, pwrite()/pread() at offset 0.
+ */
+#define PN_MMCID_LINE	64
+
+struct pn_mmcid_reg {
+	struct mmu_notifier mn;
+	struct list_head node;		/* on pn_mmcid_regs */
+	struct mmcid_counter *ctr;
+};
+
+/* Protects pn_mmcid_regs, every entry's node and ctr, pn_mmcid_dying. */
+static DEFINE_MUTEX(pn_mmcid_reg_lock);
+static LIST_HEAD(pn_mmcid_regs);
+static bool pn_mmcid_dying;
+static struct dentry *pn_mmcid_file;
+
+static struct mmu_notifier *pn_mmcid_reg_alloc(struct mm_struct *mm)
+{
+	struct pn_mmcid_reg *r = kzalloc(sizeof(*r), GFP_KERNEL);
+
+	if (!r)
+		return ERR_PTR(-ENOMEM);
+	INIT_LIST_HEAD(&r->node);
+	return &r->mn;
+}
+
+static void pn_mmcid_reg_free(struct mmu_notifier *mn)
+{
+	kfree(container_of(mn, struct pn_mmcid_reg, mn));
+}
+
+/* Unlink, destroy, drop the subscription; pn_mmcid_reg_lock held. */
+static void pn_mmcid_reg_drop(struct pn_mmcid_reg *r)
+{
+	lockdep_assert_held(&pn_mmcid_reg_lock);
+	list_del_init(&r->node);
+	mmcid_counter_destroy(r->ctr);
+	r->ctr = NULL;
+	mmu_notifier_put(&r->mn);
+}
+
+static void pn_mmcid_reg_release(struct mmu_notifier *mn, struct mm_struct *mm)
+{
+	struct pn_mmcid_reg *r = container_of(mn, struct pn_mmcid_reg, mn);
+
+	mutex_lock(&pn_mmcid_reg_lock);
+	if (!list_empty(&r->node))	/* else module unload got it first */
+		pn_mmcid_reg_drop(r);
+	mutex_unlock(&pn_mmcid_reg_lock);
+}
+
+static const struct mmu_notifier_ops pn_mmcid_reg_ops = {
+	.release = pn_mmcid_reg_release,
+	.alloc_notifier = pn_mmcid_reg_alloc,
+	.free_notifier = pn_mmcid_reg_free,
+};
+
+/* The debugfs counter of @mm (a live mm: current's), created on demand. */
+static struct mmcid_counter *pn_mmcid_counter_of(struct mm_struct *mm)
+{
+	struct mmcid_counter *ctr;
+	struct mmu_notifier *mn;
+	struct pn_mmcid_reg *r;
+
+	mutex_lock(&pn_mmcid_reg_lock);
+	if (pn_mmcid_dying) {
+		ctr = ERR_PTR(-ENODEV);
+		goto out;
+	}
+	list_for_each_entry(r, &pn_mmcid_regs, node) {
+		if (r->mn.mm == mm) {
+			ctr = r->ctr;
+			goto out;
+		}
+	}
+	ctr = mmcid_counter_create(mm);
+	if (IS_ERR(ctr))
+		goto out;
+	mn = mmu_notifier_get(&pn_mmcid_reg_ops, mm);
+	if (IS_ERR(mn)) {
+		mmcid_counter_destroy(ctr);
+		ctr = ERR_CAST(mn);
+		goto out;
+	}
+	r = container_of(mn, struct pn_mmcid_reg, mn);
+	r->ctr = ctr;
+	list_add(&r->node, &pn_mmcid_regs);
+out:
+	mutex_unlock(&pn_mmcid_reg_lock);
+	return ctr;
+}
+
+/**
+ * pn_mmcid_parse() - parse one "add <n>" line of the mmcid debugfs file
+ * @buf: the bytes written (not NUL terminated)
+ * @len: their number
+ * @delta: set on success
+ *
+ * Context: Any context.
+ * Return: 0; -E2BIG if @len >= 64; -ERANGE if <n> is outside the s32
+ * range; -EINVAL for anything else.
+ */
+int pn_mmcid_parse(const char *buf, size_t len, s64 *delta)
+{
+	char num[PN_MMCID_LINE];
+	size_t i, n;
+	s64 v;
+	int ret;
+
+	if (len >= PN_MMCID_LINE)
+		return -E2BIG;
+	if (len && buf[len - 1] == '\n')
+		len--;
+	if (len < 5 || memcmp(buf, "add ", 4))
+		return -EINVAL;
+	n = len - 4;
+	memcpy(num, buf + 4, n);
+	num[n] = '\0';
+	for (i = 0; i < n; i++)
+		if (!isdigit(num[i]) && !(i == 0 && num[i] == '-'))
+			return -EINVAL;
+	if (num[0] == '-' && n == 1)
+		return -EINVAL;
+	ret = kstrtos64(num, 10, &v);
+	if (ret)
+		return ret;
+	if (v < S32_MIN || v > S32_MAX)
+		return -ERANGE;
+	*delta = v;
+	return 0;
+}
+
+struct pn_mmcid_fd {
+	struct mutex lock;		/* protects the fields below */
+	bool valid;
+	int cid;
+	unsigned int cpu;
+	s64 sum;
+	int maxcid;
+	unsigned int slots;
+	size_t mem;
+};
+
+static int pn_mmcid_open(struct inode *inode, struct file *file)
+{
+	struct pn_mmcid_fd *f = kzalloc(sizeof(*f), GFP_KERNEL);
+
+	if (!f)
+		return -ENOMEM;
+	mutex_init(&f->lock);
+	file->private_data = f;
+	return 0;
+}
+
+static int pn_mmcid_release(struct inode *inode, struct file *file)
+{
+	struct pn_mmcid_fd *f = file->private_data;
+
+	mutex_destroy(&f->lock);
+	kfree(f);
+	return 0;
+}
+
+static ssize_t pn_mmcid_write(struct file *file, const char __user *ubuf,
+			      size_t count, loff_t *ppos)
+{
+	struct pn_mmcid_fd *f = file->private_data;
+	char buf[PN_MMCID_LINE];
+	struct mmcid_counter *ctr;
+	struct mmcid_pcpu *s;
+	unsigned int cpu;
+	s64 delta, sum;
+	int cid, ret;
+
+	if (*ppos)
+		return -EINVAL;
+	if (count >= PN_MMCID_LINE)
+		return -E2BIG;
+	if (copy_from_user(buf, ubuf, count))
+		return -EFAULT;
+	ret = pn_mmcid_parse(buf, count, &delta);
+	if (ret)
+		return ret;
+	if (!current->mm || (current->flags & PF_KTHREAD))
+		return -EINVAL;
+
+	/* current->mm stays alive, so its counter does too (see release). */
+	ctr = pn_mmcid_counter_of(current->mm);
+	if (IS_ERR(ctr))
+		return PTR_ERR(ctr);
+	cid = mmcid_counter_add(ctr, delta, GFP_KERNEL, &cpu);
+	sum = mmcid_counter_sum(ctr);
+	s = mmcid_counter_storage(ctr);
+
+	mutex_lock(&f->lock);
+	f->valid = true;
+	f->cid = cid;
+	f->cpu = cpu;
+	f->sum = sum;
+	f->maxcid = mmcid_pcpu_max_cid(s);
+	f->slots = mmcid_pcpu_slots(s);
+	f->mem = mmcid_pcpu_memory(s);
+	mutex_unlock(&f->lock);
+	return count;
+}
+
+static ssize_t pn_mmcid_read(struct file *file, char __user *ubuf,
+			     size_t count, loff_t *ppos)
+{
+	struct pn_mmcid_fd *f = file->private_data;
+	char buf[128];
+	int len;
+
+	mutex_lock(&f->lock);
+	if (!f->valid) {
+		mutex_unlock(&f->lock);
+		return -ENODATA;
+	}
+	len = scnprintf(buf, sizeof(buf),
+			"cid=%d cpu=%u sum=%lld maxcid=%d slots=%u mem=%zu\n",
+			f->cid, f->cpu, f->sum, f->maxcid, f->slots, f->mem);
+	mutex_unlock(&f->lock);
+	return simple_read_from_buffer(ubuf, count, ppos, buf, len);
+}
+
+/*
+ * Unlike the control files, this one has an .owner: its ->release is
+ * module code (it frees the per-file state) and debugfs calls it even
+ * after the file was removed, so an open file must pin the module.
+ */
+static const struct file_operations pn_mmcid_fops = {
+	.owner = THIS_MODULE,
+	.open = pn_mmcid_open,
+	.release = pn_mmcid_release,
+	.read = pn_mmcid_read,
+	.write = pn_mmcid_write,
+	.llseek = default_llseek,
+};
+
+/**
+ * pn_mmcid_init() - create the mmcid debugfs file
+ *
+ * Context: Module init, after pn_control_init().
+ * Return: 0.
+ */
+int pn_mmcid_init(void)
+{
+	pn_mmcid_file = debugfs_create_file("mmcid", 0600, pn_debugfs_dir(),
+					    NULL, &pn_mmcid_fops);
+	return 0;
+}
+
+/**
+ * pn_mmcid_exit() - remove the file, free every counter, wait for notifiers
+ *
+ * Context: Module exit, after pn_control_stop(); may sleep.
+ */
+void pn_mmcid_exit(void)
+{
+	struct pn_mmcid_reg *r, *tmp;
+
+	debugfs_remove(pn_mmcid_file);	/* waits for writers in progress */
+	mutex_lock(&pn_mmcid_reg_lock);
+	pn_mmcid_dying = true;
+	list_for_each_entry_safe(r, tmp, &pn_mmcid_regs, node)
+		pn_mmcid_reg_drop(r);
+	mutex_unlock(&pn_mmcid_reg_lock);
+	/* free_notifier callbacks (our code) must finish before unload. */
+	mmu_notifier_synchronize();
+}
+
+/* ---- stress and bench ------------------------------------------------------------ */
+
+/*
+ * Kernel threads have no mm_cid, so the control plane's workers cannot
+ * take the real cid path (the selftest drives that from user threads).
+ * What they exercise honestly here:
+ *  - remote adds from kthreads that borrowed the test mm with
+ *    kthread_use_mm() (current->mm matches, but no cid) and from kthreads
+ *    without an mm;
+ *  - the cid-slot machinery (block growth, first-use init, publication to
+ *    a concurrent reader) with the CPU number as the cid, which is
+ *    exclusive under preempt_disable() just as a real cid is;
+ *  - a reader summing concurrently: the sum never decreases and never
+ *    exceeds what was issued; at the end it is exact;
+ *  - mm teardown with live data: the sum survives the fold.
+ *
+ * The test mm is a fresh mm_alloc() when the kernel exports it (it does
+ * so for KUnit builds); otherwise (stock kernel) the stress borrows the mm
+ * of PID 1 without touching its address space, and the teardown check is
+ * skipped because that mm does not go away.
+ */
+#if IS_ENABLED(CONFIG_KUNIT)
+MODULE_IMPORT_NS(EXPORTED_FOR_KUNIT_TESTING);
+#endif
+
+static struct mm_struct *pn_mmcid_test_mm(bool *owned)
+{
+	struct task_struct *init;
+	struct mm_struct *mm;
+	struct pid *pid;
+
+#if IS_ENABLED(CONFIG_KUNIT)
+	mm = mm_alloc();
+	if (mm) {
+		*owned = true;
+		return mm;
+	}
+#endif
+	*owned = false;
+	pid = find_get_pid(1);
+	init = pid ? get_pid_task(pid, PIDTYPE_PID) : NULL;
+	put_pid(pid);
+	mm = init ? get_task_mm(init) : NULL;
+	if (init)
+		put_task_struct(init);
+	return mm;
+}
+
+enum pn_mmcid_mode { PN_MC_MIXED, PN_MC_LOCAL, PN_MC_REMOTE, PN_MC_PCPU,
+		     PN_MC_PCTR };
+
+struct pn_mmcid_arg {
+	enum pn_mmcid_mode mode;
+	struct mmcid_counter *ctr;
+	struct mm_struct *mm;
+	u64 __percpu *pcpu;
+	struct percpu_counter *pctr;
+	atomic64_t issued;
+	u64 *counts;			/* per worker: ops (bench) or sum (stress) */
+	atomic_long_t bad_cid;		/* remote adds that got a cid slot */
+	unsigned long bad_read;		/* reader (worker 0) saw a bad sum */
+};
+
+static int pn_mmcid_stress_worker(struct pn_run *run, unsigned int idx,
+				  void *data)
+{
+	struct pn_mmcid_arg *a = data;
+	bool use_mm = idx & 1;
+	s64 last = 0;
+	u64 n = 0, mine = 0;
+
+	if (use_mm)
+		kthread_use_mm(a->mm);
+	while (!pn_should_stop(run)) {
+		unsigned int d = 1 + (n % 3);
+
+		atomic64_add_return(d, &a->issued);	/* before the add */
+		if (n & 1) {
+			__mmcid_counter_add(a->ctr, d, GFP_KERNEL, MMCID_SRC_CPU,
+					    0, NULL);
+		} else if (mmcid_counter_add(a->ctr, d, GFP_KERNEL, NULL) !=
+			   MMCID_PCPU_REMOTE) {
+			atomic_long_inc(&a->bad_cid);	/* kthreads own no cid */
+		}
+		mine += d;
+		if (idx == 0 && !(n & 63)) {
+			s64 sum = mmcid_counter_sum(a->ctr);
+
+			smp_rmb();	/* the sum before what was issued */
+			if (sum < last || sum > atomic64_read(&a->issued))
+				a->bad_read++;
+			last = sum;
+		}
+		if (!(++n & 255))
+			cond_resched();
+	}
+	if (use_mm)
+		kthread_unuse_mm(a->mm);
+	a->counts[idx] = mine;
+	return 0;
+}
+
+static int pn_mmcid_stress(struct pn_run *run)
+{
+	struct pn_mmcid_arg a = { .mode = PN_MC_MIXED };
+	u64 expect = 0;
+	s64 sum, after;
+	bool owned;
+	unsigned int i;
+	int ret;
+
+	a.counts = kcalloc(run->p.threads, sizeof(*a.counts), GFP_KERNEL);
+	if (!a.counts)
+		return -ENOMEM;
+	a.mm = pn_mmcid_test_mm(&owned);
+	if (!a.mm) {
+		ret = -ESRCH;
+		goto free;
+	}
+	a.ctr = mmcid_counter_create(a.mm);
+	if (IS_ERR(a.ctr)) {
+		ret = PTR_ERR(a.ctr);
+		goto put_mm;
+	}
+	atomic64_set(&a.issued, 0);
+
+	ret = pn_run_threads(run, run->p.threads, run->p.pin,
+			     run->p.duration_ms, pn_mmcid_stress_worker, &a);
+	for (i = 0; i < run->p.threads; i++)
+		expect += a.counts[i];
+	sum = mmcid_counter_sum(a.ctr);
+	pn_printf(run, "mm=%s ops_sum=%llu sum=%lld maxcid=%d slots=%u mem=%zu ",
+		  owned ? "test" : "borrowed", expect, sum,
+		  mmcid_pcpu_max_cid(mmcid_counter_storage(a.ctr)),
+		  mmcid_pcpu_slots(mmcid_counter_storage(a.ctr)),
+		  mmcid_pcpu_memory(mmcid_counter_storage(a.ctr)));
+	if (ret)
+		goto destroy;
+	if (sum != expect)
+		pn_fail(run, "sum_off_by=%lld", sum - (s64)expect);
+	if (atomic_long_read(&a.bad_cid))
+		pn_fail(run, "kthread_got_cid=%ld", atomic_long_read(&a.bad_cid));
+	if (a.bad_read)
+		pn_fail(run, "inconsistent_reads=%lu", a.bad_read);
+
+	if (owned) {
+		/* Tear the mm down under the counter: the sum must survive. */
+		mmput(a.mm);
+		a.mm = NULL;
+		after = mmcid_counter_sum(a.ctr);
+		pn_printf(run, "teardown_sum=%lld teardown_mem=%zu ", after,
+			  mmcid_pcpu_memory(mmcid_counter_storage(a.ctr)));
+		if (!mmcid_pcpu_mm_gone(mmcid_counter_storage(a.ctr)))
+			pn_fail(run, "mm_teardown_not_seen");
+		if (after != sum)
+			pn_fail(run, "teardown_lost=%lld", sum - after);
+		if (mmcid_pcpu_slots(mmcid_counter_storage(a.ctr)))
+			pn_fail(run, "slots_left_after_teardown");
+	}
+destroy:
+	mmcid_counter_destroy(a.ctr);
+put_mm:
+	if (a.mm)
+		mmput(a.mm);
+free:
+	kfree(a.counts);
+	return ret;
+}
+
+static int pn_mmcid_bench_worker(struct pn_run *run, unsigned int idx,
+				 void *data)
+{
+	struct pn_mmcid_arg *a = data;
+	u64 n = 0;
+
+	while (!pn_should_stop(run)) {
+		switch (a->mode) {
+		case PN_MC_LOCAL:
+			__mmcid_counter_add(a->ctr, 1, GFP_KERNEL, MMCID_SRC_CPU,
+					    0, NULL);
+			break;
+		case PN_MC_REMOTE:
+			mmcid_counter_add(a->ctr, 1, GFP_KERNEL, NULL);
+			break;
+		case PN_MC_PCPU:
+			this_cpu_add(*a->pcpu, 1);
+			break;
+		case PN_MC_PCTR:
+			percpu_counter_add(a->pctr, 1);
+			break;
+		default:
+			break;
+		}
+		if (!(++n & 1023))
+			cond_resched();
+	}
+	a->counts[idx] = n;
+	return 0;
+}
+
+static int pn_mmcid_phase(struct pn_run *run, struct pn_mmcid_arg *a,
+			  enum pn_mmcid_mode mode, u64 *ops, u64 *ns)
+{
+	unsigned int i;
+	int ret;
+
+	a->mode = mode;
+	memset(a->counts, 0, run->p.threads * sizeof(*a->counts));
+	ret = pn_run_threads(run, run->p.threads, run->p.pin,
+			     run->p.duration_ms, pn_mmcid_bench_worker, a);
+	*ns = run->phase_ns;
+	for (*ops = 0, i = 0; i < run->p.threads; i++)
+		*ops += a->counts[i];
+	return ret;
+}
+
+/* Footprint: storage with @payload bytes per slot, cids 0..T-1 used. */
+static int pn_mmcid_footprint(struct pn_run *run, struct mm_struct *mm,
+			      unsigned int payload)
+{
+	unsigned int possible = num_possible_cpus(), t;
+	size_t pcpu = (size_t)ALIGN(payload, sizeof(long)) * possible;
+
+	for (t = 1; t <= nr_cpu_ids; t *= 2) {
+		struct mmcid_pcpu_ref ref;
+		struct mmcid_pcpu *s;
+		size_t mem;
+		u64 r1000;
+		int cid;
+
+		s = mmcid_pcpu_create(mm, payload, NULL, NULL);
+		if (IS_ERR(s))
+			return PTR_ERR(s);
+		for (cid = 0; cid < t; cid++) {
+			__mmcid_pcpu_get(s, &ref, GFP_KERNEL, MMCID_SRC_FIXED, cid);
+			mmcid_pcpu_put(s, &ref);
+		}
+		mem = mmcid_pcpu_memory(s);
+		mmcid_pcpu_destroy(s);
+		r1000 = div64_u64((u64)mem * 1000, pcpu);
+		pn_printf(run, "# footprint payload=%u threads=%u possible=%u mmcid=%zu percpu=%zu ratio=%llu.%03llu%s\n",
+			  payload, t, possible, mem, pcpu, r1000 / 1000,
+			  r1000 % 1000,
+			  t == 4 && possible >= 64 ?
+			  (mem * 8 <= pcpu ? " target<=0.125:met" :
+			   " target<=0.125:missed") : "");
+	}
+	return 0;
+}
+
+static int pn_mmcid_bench(struct pn_run *run)
+{
+	struct pn_mmcid_arg a = {};
+	struct percpu_counter pctr;
+	u64 lops, lns, rops, rns, pops, pns, cops, cns;
+	bool owned, pctr_ok = false;
+	int ret = -ENOMEM;
+
+	a.counts = kcalloc(run->p.threads, sizeof(*a.counts), GFP_KERNEL);
+	a.pcpu = alloc_percpu(u64);
+	if (!a.counts || !a.pcpu)
+		goto free;
+	if (percpu_counter_init(&pctr, 0, GFP_KERNEL))
+		goto free;
+	pctr_ok = true;
+	a.pctr = &pctr;
+	a.mm = pn_mmcid_test_mm(&owned);
+	if (!a.mm) {
+		ret = -ESRCH;
+		goto free;
+	}
+	a.ctr = mmcid_counter_create(a.mm);
+	if (IS_ERR(a.ctr)) {
+		ret = PTR_ERR(a.ctr);
+		a.ctr = NULL;
+		goto free;
+	}
+
+	ret = pn_mmcid_phase(run, &a, PN_MC_LOCAL, &lops, &lns);
+	if (!ret)
+		ret = pn_mmcid_phase(run, &a, PN_MC_PCPU, &pops, &pns);
+	if (!ret)
+		ret = pn_mmcid_phase(run, &a, PN_MC_PCTR, &cops, &cns);
+	if (!ret)
+		ret = pn_mmcid_phase(run, &a, PN_MC_REMOTE, &rops, &rns);
+	if (ret)
+		goto free;
+	pn_bench_row(run, "mmcid_counter_add (cid slot)", lops, lns,
+		     "this_cpu_add", pops, pns);
+	pn_bench_row(run, "mmcid_counter_add (cid slot)", lops, lns,
+		     "percpu_counter_add", cops, cns);
+	pn_bench_row(run, "mmcid_counter_add (remote)", rops, rns,
+		     "percpu_counter_add", cops, cns);
+	pn_printf(run, "# cid slot = CPU number from kthreads (same fast path as a user thread's mm_cid); remote = kthread, locked slot\n");
+	if (mmcid_counter_sum(a.ctr) != lops + rops)
+		pn_fail(run, "bench_sum_inexact");
+
+	pn_printf(run, "# per-mm context (shared by all objects of an mm): %zu bytes\n",
+		  kmalloc_size_roundup(sizeof(struct mmcid_mm)));
+	ret = pn_mmcid_footprint(run, a.mm, sizeof(u64));
+	if (!ret)
+		ret = pn_mmcid_footprint(run, a.mm, SMP_CACHE_BYTES);
+free:
+	mmcid_counter_destroy(a.ctr);
+	if (a.mm)
+		mmput(a.mm);
+	if (pctr_ok)
+		percpu_counter_destroy(&pctr);
+	free_percpu(a.pcpu);
+	kfree(a.counts);
+	return ret;
+}
+
+const struct pn_test pn_mmcid_test = {
+	.name = "mmcid",
+	.desc = "mm_cid-indexed per-mm counter: remote kthreads, cid slots, reader, mm teardown",
+	.def_duration_ms = 1000,
+	.stress = pn_mmcid_stress,
+	.bench = pn_mmcid_bench,
+};
