@@ -68,6 +68,7 @@
 
 static const struct pn_test *const pn_tests[] = {
 	&pn_percpu_test,
+	&pn_lazy_test,
 };
 
 enum pn_key {

@@ -25,6 +25,7 @@
 #include <linux/slab.h>
 
 #include <pcpu_next/internal.h>
+#include <pcpu_next/lazy_counter.h>
 
 struct pn_percpu_arg {
 	u64 __percpu *ctr;
@@ -129,17 +130,25 @@ static int __init pcpu_next_init(void)
 {
 	int ret;
 
-	ret = pn_control_init();
+	ret = lazy_counter_module_init();
 	if (ret)
 		return ret;
+	ret = pn_control_init();
+	if (ret)
+		goto err_lazy;
 	pr_info("loaded: %u possible CPUs, %u online\n",
 		num_possible_cpus(), num_online_cpus());
 	return 0;
+
+err_lazy:
+	lazy_counter_module_exit();
+	return ret;
 }
 
 static void __exit pcpu_next_exit(void)
 {
 	pn_control_exit();
+	lazy_counter_module_exit();
 }
 
 module_init(pcpu_next_init);

@@ -1,0 +1,250 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Lazy (dual-mode) per-CPU counters.
+ *
+ * A lazy counter starts as two words: a plain count that one owning
+ * context updates with ordinary arithmetic, and an atomic word that any
+ * other context updates with a compare-and-exchange.  When the counter
+ * becomes shared, lazy_counter_upgrade_many() moves it (and its siblings
+ * of the same array) onto per-CPU storage without stopping any updater.
+ * See lazy_counter.c for the design, the encoding and the ordering
+ * argument.
+ */
+#ifndef _PCPU_NEXT_LAZY_COUNTER_H
+#define _PCPU_NEXT_LAZY_COUNTER_H
+
+#include <linux/atomic.h>
+#include <linux/compiler.h>
+#include <linux/gfp_types.h>
+#include <linux/types.h>
+
+/**
+ * struct lazy_counter - one lazy counter
+ * @local: the owner's part; written only by the single updating context
+ *	   (add_local in lazy mode), read by anyone.  Never reset: after the
+ *	   upgrade it keeps the owner's lazy-mode total.
+ * @state: lazy mode: (remote total << 1) | LAZY_COUNTER_LAZY, where the
+ *	   remote total is what add_remote() accumulated.  Upgraded: the
+ *	   address of the counter's slot in its per-CPU target (bit 0 clear).
+ *
+ * The value of the counter is @local plus the remote total in lazy mode,
+ * or @local plus the slot's value once upgraded.
+ */
+struct lazy_counter {
+	long local;
+	atomic_long_t state;
+};
+
+#define LAZY_COUNTER_LAZY	1L
+
+/**
+ * enum lazy_counter_target - what a lazy counter is upgraded to
+ * @LAZY_COUNTER_FLAT: a flat per-CPU counter with batched folding into a
+ *	central count (the percpu_counter algorithm), with its own CPU
+ *	hotplug callback
+ * @LAZY_COUNTER_NR_TARGETS: number of targets
+ */
+enum lazy_counter_target {
+	LAZY_COUNTER_FLAT,
+	LAZY_COUNTER_NR_TARGETS,
+};
+
+/* Remote totals are kept shifted left by one in a long. */
+#define LAZY_COUNTER_REMOTE_MAX	(LONG_MAX >> 1)
+#define LAZY_COUNTER_REMOTE_MIN	(LONG_MIN >> 1)
+
+static inline long __lazy_counter_encode(long remote)
+{
+	return (long)(((unsigned long)remote << 1) | LAZY_COUNTER_LAZY);
+}
+
+static inline long __lazy_counter_decode(long state)
+{
+	return state >> 1;	/* arithmetic shift: keeps the sign */
+}
+
+void __lazy_counter_add_upgraded(long state, s64 amount);
+s64 __lazy_counter_read_upgraded(long state);
+s64 __lazy_counter_sum_upgraded(long state);
+
+/**
+ * lazy_counter_is_lazy() - is the counter still in lazy mode?
+ * @c: the counter
+ *
+ * Context: Any context.
+ * Return: true until an upgrade has switched @c to per-CPU storage.
+ */
+static inline bool lazy_counter_is_lazy(const struct lazy_counter *c)
+{
+	return atomic_long_read(&c->state) & LAZY_COUNTER_LAZY;
+}
+
+void lazy_counter_init_many(struct lazy_counter *c, s64 amount,
+			    unsigned int nr);
+int lazy_counter_upgrade_many(struct lazy_counter *c, unsigned int nr,
+			      enum lazy_counter_target target, gfp_t gfp);
+void lazy_counter_destroy_many(struct lazy_counter *c, unsigned int nr);
+
+/**
+ * lazy_counter_add_local() - add from the counter's single updating context
+ * @c: the counter
+ * @amount: signed amount
+ *
+ * In lazy mode this is one load and one plain store.  Once the counter is
+ * upgraded it goes to the per-CPU target.  The caller guarantees that no
+ * two lazy_counter_add_local() calls on @c run concurrently (one task,
+ * or an external lock); concurrent add_remote(), reads and upgrades are
+ * fine.
+ *
+ * Context: The owning context; any context the target allows (not NMI).
+ */
+static inline void lazy_counter_add_local(struct lazy_counter *c, s64 amount)
+{
+	long state = atomic_long_read(&c->state);
+
+	if (likely(state & LAZY_COUNTER_LAZY))
+		WRITE_ONCE(c->local, c->local + amount);
+	else
+		__lazy_counter_add_upgraded(state, amount);
+}
+
+/**
+ * lazy_counter_add_remote() - add from any context, losslessly
+ * @c: the counter
+ * @amount: signed amount; in lazy mode the remote total must stay within
+ *	    [LAZY_COUNTER_REMOTE_MIN, LAZY_COUNTER_REMOTE_MAX]
+ *
+ * A compare-and-exchange on @c->state in lazy mode; an update that races
+ * with the upgrade either lands before the switch (and is carried into
+ * the target) or sees the switch and goes to the target.
+ *
+ * Context: Any context except NMI.
+ */
+static inline void lazy_counter_add_remote(struct lazy_counter *c, s64 amount)
+{
+	long state = atomic_long_read(&c->state);
+
+	do {
+		if (unlikely(!(state & LAZY_COUNTER_LAZY))) {
+			__lazy_counter_add_upgraded(state, amount);
+			return;
+		}
+	} while (!atomic_long_try_cmpxchg_relaxed(&c->state, &state,
+			(long)((unsigned long)state + ((unsigned long)amount << 1))));
+}
+
+/**
+ * lazy_counter_read() - fast read
+ * @c: the counter
+ *
+ * Exact in lazy mode (up to updates in flight); in per-CPU mode it omits
+ * the deltas still held per CPU, like percpu_counter_read().
+ *
+ * Context: Any context.
+ * Return: the approximate value.
+ */
+static inline s64 lazy_counter_read(const struct lazy_counter *c)
+{
+	long state = atomic_long_read(&c->state);
+	s64 local = READ_ONCE(c->local);
+
+	if (likely(state & LAZY_COUNTER_LAZY))
+		return local + __lazy_counter_decode(state);
+	return local + __lazy_counter_read_upgraded(state);
+}
+
+/**
+ * lazy_counter_read_positive() - lazy_counter_read(), clamped at zero
+ * @c: the counter
+ *
+ * Context: Any context.
+ * Return: the approximate value, or 0 if it is negative.
+ */
+static inline s64 lazy_counter_read_positive(const struct lazy_counter *c)
+{
+	s64 v = lazy_counter_read(c);
+
+	return v > 0 ? v : 0;
+}
+
+/**
+ * lazy_counter_sum() - exact value
+ * @c: the counter
+ *
+ * Adds every per-CPU delta in per-CPU mode.  Exact once the updaters are
+ * quiescent; while they run, the result is a value the counter had at
+ * some point during the call for each part.
+ *
+ * Context: Any context except NMI.
+ * Return: the value.
+ */
+static inline s64 lazy_counter_sum(const struct lazy_counter *c)
+{
+	long state = atomic_long_read(&c->state);
+	s64 local = READ_ONCE(c->local);
+
+	if (likely(state & LAZY_COUNTER_LAZY))
+		return local + __lazy_counter_decode(state);
+	return local + __lazy_counter_sum_upgraded(state);
+}
+
+/**
+ * lazy_counter_sum_positive() - lazy_counter_sum(), clamped at zero
+ * @c: the counter
+ *
+ * Context: Any context except NMI.
+ * Return: the value, or 0 if it is negative.
+ */
+static inline s64 lazy_counter_sum_positive(const struct lazy_counter *c)
+{
+	s64 v = lazy_counter_sum(c);
+
+	return v > 0 ? v : 0;
+}
+
+/**
+ * lazy_counter_sum_local() - exact value as the owning context sees it
+ * @c: the counter
+ *
+ * Called by the single updating context: its own updates are all
+ * included (it is the only writer of @c->local), plus every remote update
+ * that completed before the call.
+ *
+ * Context: The owning context (not NMI).
+ * Return: the value.
+ */
+static inline s64 lazy_counter_sum_local(const struct lazy_counter *c)
+{
+	long state = atomic_long_read(&c->state);
+
+	if (likely(state & LAZY_COUNTER_LAZY))
+		return c->local + __lazy_counter_decode(state);
+	return c->local + __lazy_counter_sum_upgraded(state);
+}
+
+/**
+ * struct lazy_counter_stats - module-wide statistics
+ * @upgrades: arrays upgraded
+ * @upgrade_failures: upgrades that failed (allocation or injected)
+ * @upgrade_races: upgrades that lost to a concurrent upgrade of the array
+ * @live_groups: upgraded arrays not yet destroyed
+ * @pcpu_allocs: per-CPU allocations made for targets
+ */
+struct lazy_counter_stats {
+	u64 upgrades;
+	u64 upgrade_failures;
+	u64 upgrade_races;
+	u64 live_groups;
+	u64 pcpu_allocs;
+};
+
+void lazy_counter_get_stats(struct lazy_counter_stats *st);
+
+/* Module internals (not exported): setup, teardown and test hooks. */
+int lazy_counter_module_init(void);
+void lazy_counter_module_exit(void);
+void lazy_counter_inject_failure(unsigned int nth);
+void lazy_counter_fold_cpu(struct lazy_counter *c, unsigned int cpu);
+long lazy_counter_batch(void);
+
+#endif /* _PCPU_NEXT_LAZY_COUNTER_H */
