@@ -6,28 +6,34 @@
  * zeroing over every possible CPU) at init and a free at destroy.  For a
  * short-lived object that one context updates (the RSS counters of a
  * single-threaded process) that cost buys nothing.  A lazy counter starts
- * as two words and only pays for per-CPU storage when the user says the
+ * as three words and only pays for per-CPU storage when the user says the
  * counter became shared: lazy_counter_upgrade_many().
  *
  *   lazy mode                              upgraded
  *   +--------------------------+           +--------------------------+
  *   | local   (owner, plain)   |           | local   (frozen, summed) |
- *   | state = remote<<1 | 1    |  ------>  | state = &slot  (bit0 = 0)|--+
- *   +--------------------------+  upgrade  +--------------------------+  |
- *      add_local: local += a                 add_*: target add           |
- *      add_remote: cmpxchg state += a<<1                                 |
- *                                                                        v
+ *   | state = remote<<1 | 1    |  ------>  | state: bit0 = 0 (dead)   |
+ *   | slot  = NULL             |  upgrade  | slot  ---------------------+
+ *   +--------------------------+           +--------------------------+ |
+ *      add_local: local += a                 add_*: target add          |
+ *      add_remote: fetch_add(state, 2a)                                 |
+ *                                                                       v
  *     lazy_group (one per upgraded array of N counters)
  *     +------------+------------------------------------------+
  *     | node, nr   | slot[0] | slot[1] | ... | slot[N-1]      |
  *     | pcpu ------+--> one per-CPU allocation: N x s32 per CPU
  *     +------------+------------------------------------------+
- *     slot = { ops, group, base, flat: { lock, count, pcpu } }
+ *     slot = { ops, group, base, ready, flat: { lock, count, pcpu } }
  *
  * Value of a counter:
- *   lazy:     local + decode(state)
+ *   lazy:     local + decode(state)            decode(x) = x >> 1
  *   upgraded: local + slot->base + target value (flat: count + sum of
  *             the per-CPU s32 deltas)
+ *
+ * Remote adds add 2a to @state, which never changes bit 0, so in lazy mode
+ * a remote add is one atomic fetch-and-add, as cheap as atomic_long_add()
+ * (a compare-and-exchange loop would collapse under contention).  The
+ * remote total has 63 bits: [LAZY_COUNTER_REMOTE_MIN, _MAX].
  *
  * Invariants.
  *  (I1) @local is written only by the owning context (add_local while it
@@ -36,36 +42,48 @@
  *       stores afterwards is still counted.  That is why the upgrade
  *       needs no cooperation from the owner and may run from any
  *       sleepable context (another task, a workqueue).
- *  (I2) @state changes from lazy to a slot address exactly once per
- *       counter (until destroy), by one fully ordered cmpxchg from a lazy
- *       value L to &slot, after slot->base = decode(L) was written.
+ *  (I2) Bit 0 of @state goes from 1 to 0 exactly once per counter (until
+ *       destroy), by one xchg(state, 0) issued after @slot was set.  The
+ *       value the xchg returns is the remote total carried into
+ *       slot->base, which is published (slot->ready, release) right after
+ *       with interrupts off.
  *  (I3) Every allocation an upgrade needs (group, per-CPU storage) is
  *       made before the first counter is switched; a failure therefore
  *       leaves every counter of the array lazy and fully working.
- *  (I4) Counter 0 of an array is the claim: concurrent upgrades of one
- *       array race on its switch; the loser frees its unpublished group
- *       and returns 0.  Counters are switched in index order, so only the
- *       winner ever switches counters 1..N-1.
+ *  (I4) Counter 0's @slot is the claim: concurrent upgrades of one array
+ *       race on cmpxchg(c[0].slot, NULL, ...); the loser frees its
+ *       unpublished group and returns 0.  Only the winner writes the other
+ *       counters' @slot and switches any counter.
  *  (I5) A flat group is on lazy_flat_groups from before its first switch
  *       until destroy, so the CPU-dead callback folds every per-CPU delta
  *       that could exist.
  *
- * Memory ordering.  Lossless remote updates: every add_remote() in lazy
- * mode is a successful cmpxchg of @state from a lazy value v to v + 2a.
- * The upgrade's switch is a successful cmpxchg from a lazy value L to
- * &slot.  All successful RMWs of one location are totally ordered; the
- * switch succeeded on L, so L contains every remote add ordered before
- * it, and slot->base = decode(L).  Every add ordered after it reads a
- * value with bit 0 clear (its cmpxchg fails with the slot address, or
- * its first load sees it) and goes to the target.  Nothing falls between.
- * The switch is fully ordered (atomic_long_try_cmpxchg), so the slot's
- * contents (base, lock, pcpu pointer, zeroed per-CPU storage) are visible
- * before its address; readers reach the slot through the address they
- * loaded from @state (address dependency, READ_ONCE semantics), so they
- * see them.  Remote adds themselves need no ordering against other
- * memory (like atomic_long_add), hence the relaxed cmpxchg.  Local adds
- * use WRITE_ONCE/READ_ONCE only to keep the single-writer word free of
- * tearing and of compiler-invented stores for concurrent readers.
+ * Memory ordering.  Lossless remote updates: in lazy mode every
+ * add_remote() is a fetch_add on @state and the switch is an xchg on
+ * @state; all RMWs of one location are totally ordered.  An add ordered
+ * before the xchg is contained in the value the xchg returns, hence in
+ * slot->base.  An add ordered after it returns a value with bit 0 clear
+ * (the xchg stored 0 and adds never set bit 0), so the adder knows its
+ * add landed in the dead word and repeats it on the target.  An adder that
+ * already loads a clear bit 0 goes to the target directly.  Nothing falls
+ * between, and the dead word's later contents are never read.
+ * Publication: the upgrader fills the slot (ops, lock, pcpu pointer;
+ * per-CPU storage comes zeroed) and stores @slot before the fully ordered
+ * xchg; updaters and readers load @state with acquire (the fetch_add is
+ * acquire too), so a clear bit 0 makes @slot and the slot's target fields
+ * visible.  Only readers need slot->base: they wait for slot->ready
+ * (acquire), which the upgrader sets a few instructions after the xchg
+ * with interrupts off, so the wait is short and cannot be an interrupt
+ * spinning on the upgrader's own CPU.  Adders never wait.  Local adds use
+ * WRITE_ONCE/READ_ONCE only so that the single-writer word is never torn
+ * or re-stored by the compiler under concurrent readers.
+ *
+ * Compared with the RFC this follows (a percpu_counter whose pointer word
+ * doubles as the tagged remote count, switched by xchg and with the local
+ * count becoming the central count): here the owner's word stays separate
+ * and summed (I1), so upgrades need not be run by the owner; remote adds
+ * are fetch-and-add, not a cmpxchg loop; the flat target keeps its own
+ * hotplug list instead of the kernel's unexported one.
  *
  * Locking.
  *  - lazy_flat_lock (spinlock, irqsave) protects lazy_flat_groups, the
@@ -132,8 +150,9 @@ struct lazy_target_ops {
  * struct lazy_slot - one upgraded counter's place in its target
  * @ops: the target
  * @group: the group the slot belongs to
- * @base: remote total at the switch; written before publication, then
+ * @base: remote total at the switch; valid once @ready is set, then
  *	  read-only
+ * @ready: set (release) once @base is written
  * @flat: LAZY_COUNTER_FLAT state
  * @flat.lock: protects @flat.count and the folding of per-CPU deltas
  * @flat.count: folded deltas
@@ -143,6 +162,7 @@ struct lazy_slot {
 	const struct lazy_target_ops *ops;
 	struct lazy_group *group;
 	s64 base;
+	int ready;
 	union {
 		struct {
 			raw_spinlock_t lock;
@@ -377,23 +397,35 @@ static int lazy_cpu_dead(unsigned int cpu)
 
 /* ---- upgraded-mode entry points ---------------------------------------- */
 
-static inline struct lazy_slot *lazy_state_slot(long state)
+/*
+ * The slot of a counter whose state was seen upgraded (acquire), with its
+ * base valid.  The upgrader writes base with interrupts off right after
+ * its xchg, so the wait lasts a few instructions, and a reader cannot be
+ * an interrupt on the upgrader's CPU inside that window (NMI excepted).
+ */
+static struct lazy_slot *lazy_ready_slot(const struct lazy_counter *c)
 {
-	return (struct lazy_slot *)state;
+	struct lazy_slot *s = READ_ONCE(c->slot);
+
+	/* pairs with the release in lazy_switch(): base is valid after */
+	while (unlikely(!smp_load_acquire(&s->ready)))
+		cpu_relax();
+	return s;
 }
 
 /**
  * __lazy_counter_add_upgraded() - add to an upgraded counter
- * @state: the counter's state word, as loaded (bit 0 clear)
+ * @c: the counter; bit 0 of its state was seen clear (acquire)
  * @amount: signed amount
  *
  * Out-of-line half of lazy_counter_add_local()/lazy_counter_add_remote().
+ * Adds do not need the slot's base, so they never wait for it.
  *
  * Context: Any context except NMI.
  */
-void __lazy_counter_add_upgraded(long state, s64 amount)
+void __lazy_counter_add_upgraded(const struct lazy_counter *c, s64 amount)
 {
-	struct lazy_slot *s = lazy_state_slot(state);
+	struct lazy_slot *s = READ_ONCE(c->slot);
 
 	if (likely(s->ops == &lazy_flat_ops))
 		lazy_flat_add(s, amount);
@@ -404,14 +436,14 @@ EXPORT_SYMBOL_GPL(__lazy_counter_add_upgraded);
 
 /**
  * __lazy_counter_read_upgraded() - fast value of an upgraded counter
- * @state: the counter's state word, as loaded (bit 0 clear)
+ * @c: the counter; bit 0 of its state was seen clear (acquire)
  *
- * Context: Any context.
+ * Context: Any context except NMI.
  * Return: the target's approximate value plus the carried remote total.
  */
-s64 __lazy_counter_read_upgraded(long state)
+s64 __lazy_counter_read_upgraded(const struct lazy_counter *c)
 {
-	struct lazy_slot *s = lazy_state_slot(state);
+	struct lazy_slot *s = lazy_ready_slot(c);
 
 	return s->base + s->ops->read(s);
 }
@@ -419,14 +451,14 @@ EXPORT_SYMBOL_GPL(__lazy_counter_read_upgraded);
 
 /**
  * __lazy_counter_sum_upgraded() - exact value of an upgraded counter
- * @state: the counter's state word, as loaded (bit 0 clear)
+ * @c: the counter; bit 0 of its state was seen clear (acquire)
  *
  * Context: Any context except NMI.
  * Return: the target's exact value plus the carried remote total.
  */
-s64 __lazy_counter_sum_upgraded(long state)
+s64 __lazy_counter_sum_upgraded(const struct lazy_counter *c)
 {
-	struct lazy_slot *s = lazy_state_slot(state);
+	struct lazy_slot *s = lazy_ready_slot(c);
 
 	return s->base + s->ops->sum(s);
 }
@@ -452,25 +484,28 @@ void lazy_counter_init_many(struct lazy_counter *c, s64 amount,
 	for (i = 0; i < nr; i++) {
 		c[i].local = amount;
 		atomic_long_set(&c[i].state, __lazy_counter_encode(0));
+		c[i].slot = NULL;
 	}
 }
 EXPORT_SYMBOL_GPL(lazy_counter_init_many);
 
 /*
- * Switch one counter to @s: carry the remote total into s->base and
- * publish @s in one fully ordered cmpxchg (I2).  False if the counter is
- * not lazy any more.
+ * Switch one counter whose c->slot is already @s (I2): the xchg takes the
+ * remote total and clears bit 0 in one step; base is published right
+ * after, with interrupts off so that no reader waiting for it can run on
+ * this CPU in between.
  */
-static bool lazy_switch(struct lazy_counter *c, struct lazy_slot *s)
+static void lazy_switch(struct lazy_counter *c, struct lazy_slot *s)
 {
-	long old = atomic_long_read(&c->state);
+	unsigned long flags;
+	long old;
 
-	do {
-		if (!(old & LAZY_COUNTER_LAZY))
-			return false;
-		s->base = __lazy_counter_decode(old);
-	} while (!atomic_long_try_cmpxchg(&c->state, &old, (long)s));
-	return true;
+	local_irq_save(flags);
+	old = atomic_long_xchg(&c->state, 0);
+	s->base = __lazy_counter_decode(old);
+	smp_store_release(&s->ready, 1);	/* base before ready */
+	local_irq_restore(flags);
+	WARN_ON_ONCE(!(old & LAZY_COUNTER_LAZY));
 }
 
 static void lazy_group_free(struct lazy_group *g)
@@ -529,15 +564,16 @@ int lazy_counter_upgrade_many(struct lazy_counter *c, unsigned int nr,
 		goto free_group;
 	atomic_long_inc(&lazy_stat_live);
 
-	for (i = 0; i < nr; i++) {
-		if (lazy_switch(&c[i], &g->slot[i]))
-			continue;
-		if (WARN_ON_ONCE(i))
-			return -EBUSY;	/* I4 broken by the caller; keep g */
+	/* I4: claim the array on counter 0, fully ordered. */
+	if (cmpxchg(&c[0].slot, NULL, &g->slot[0])) {
 		atomic_long_inc(&lazy_stat_races);
 		lazy_group_free(g);
 		return 0;
 	}
+	for (i = 1; i < nr; i++)
+		WRITE_ONCE(c[i].slot, &g->slot[i]);
+	for (i = 0; i < nr; i++)
+		lazy_switch(&c[i], &g->slot[i]);
 	atomic_long_inc(&lazy_stat_upgrades);
 	return 0;
 
@@ -563,18 +599,18 @@ EXPORT_SYMBOL_GPL(lazy_counter_upgrade_many);
  */
 void lazy_counter_destroy_many(struct lazy_counter *c, unsigned int nr)
 {
-	long state;
 	struct lazy_slot *s;
 	unsigned int i;
 
 	if (!nr)
 		return;
-	state = atomic_long_read(&c[0].state);
-	for (i = 0; i < nr; i++)
+	s = c[0].slot;
+	for (i = 0; i < nr; i++) {
 		atomic_long_set(&c[i].state, 0);
-	if ((state & LAZY_COUNTER_LAZY) || !state)
+		c[i].slot = NULL;
+	}
+	if (!s)
 		return;
-	s = lazy_state_slot(state);
 	WARN_ON_ONCE(s->group->nr != nr || s != &s->group->slot[0]);
 	lazy_group_free(s->group);
 }
@@ -592,13 +628,12 @@ EXPORT_SYMBOL_GPL(lazy_counter_destroy_many);
  */
 void lazy_counter_fold_cpu(struct lazy_counter *c, unsigned int cpu)
 {
-	long state = atomic_long_read(&c->state);
 	struct lazy_group *g;
 	unsigned int i;
 
-	if ((state & LAZY_COUNTER_LAZY) || !state)
+	if (lazy_counter_is_lazy(c) || !c->slot)
 		return;
-	g = lazy_state_slot(state)->group;
+	g = c->slot->group;
 	for (i = 0; i < g->nr; i++)
 		if (g->slot[i].ops->fold_cpu)
 			g->slot[i].ops->fold_cpu(&g->slot[i], cpu);
@@ -630,7 +665,6 @@ int lazy_counter_module_init(void)
 {
 	int ret;
 
-	BUILD_BUG_ON(__alignof__(struct lazy_slot) < 2);
 	ret = cpuhp_setup_state_nocalls(CPUHP_BP_PREPARE_DYN,
 					"pcpu_next/lazy:dead", NULL,
 					lazy_cpu_dead);

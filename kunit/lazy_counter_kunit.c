@@ -11,6 +11,7 @@
 #include <kunit/test.h>
 #include <linux/completion.h>
 #include <linux/cpumask.h>
+#include <linux/delay.h>
 #include <linux/kthread.h>
 #include <linux/sched.h>
 #include <linux/sched/task.h>
@@ -20,8 +21,8 @@
 
 #define LK_NR		4	/* counters per array */
 #define LK_MAX_THREADS	4
-#define LK_REMOTE_ITERS	4000	/* add_remote calls per thread per run */
-#define LK_REPEAT	8	/* upgrade-under-load repetitions */
+#define LK_REMOTE_ITERS	1500	/* add_remote calls per thread per run */
+#define LK_REPEAT	6	/* upgrade-under-load repetitions */
 
 static int lk_upgrade(struct lazy_counter *c, unsigned int nr)
 {
@@ -119,7 +120,8 @@ static int lk_remote_fn(struct lk_thread *t)
 
 		lazy_counter_add_remote(&h->c[i], v);
 		h->ref[t->idx][i] += v;
-		atomic_inc(&h->progress);
+		if (!(n & 7))
+			atomic_add(8, &h->progress);
 		if (h->upgrade_in_thread && t->idx == 0 &&
 		    n == LK_REMOTE_ITERS / 2)
 			h->upgrade_ret = lk_upgrade(h->c, LK_NR);
@@ -247,8 +249,8 @@ static void lazy_upgrade_race_test(struct kunit *test)
 		if (by_owner) {
 			/* let the remote threads get going, then switch */
 			while (atomic_read(&h->progress) < LK_REMOTE_ITERS / 4 &&
-			       n++ < 100000)
-				cond_resched();
+			       n++ < 1000)
+				usleep_range(100, 200);
 			KUNIT_ASSERT_EQ(test, lk_upgrade(h->c, LK_NR), 0);
 			for (i = 0; i < LK_NR; i++) {
 				struct lazy_counter *c = &h->c[i];

@@ -18,14 +18,19 @@
 #include <linux/gfp_types.h>
 #include <linux/types.h>
 
+struct lazy_slot;
+
 /**
  * struct lazy_counter - one lazy counter
  * @local: the owner's part; written only by the single updating context
  *	   (add_local in lazy mode), read by anyone.  Never reset: after the
  *	   upgrade it keeps the owner's lazy-mode total.
  * @state: lazy mode: (remote total << 1) | LAZY_COUNTER_LAZY, where the
- *	   remote total is what add_remote() accumulated.  Upgraded: the
- *	   address of the counter's slot in its per-CPU target (bit 0 clear).
+ *	   remote total is what add_remote() accumulated.  Upgraded: bit 0
+ *	   clear, the other bits meaningless (racing remote adds may still
+ *	   change them; they are redirected, not lost).
+ * @slot: NULL in lazy mode; the counter's slot in its per-CPU target,
+ *	  set before bit 0 of @state is cleared
  *
  * The value of the counter is @local plus the remote total in lazy mode,
  * or @local plus the slot's value once upgraded.
@@ -33,6 +38,7 @@
 struct lazy_counter {
 	long local;
 	atomic_long_t state;
+	struct lazy_slot *slot;
 };
 
 #define LAZY_COUNTER_LAZY	1L
@@ -63,9 +69,15 @@ static inline long __lazy_counter_decode(long state)
 	return state >> 1;	/* arithmetic shift: keeps the sign */
 }
 
-void __lazy_counter_add_upgraded(long state, s64 amount);
-s64 __lazy_counter_read_upgraded(long state);
-s64 __lazy_counter_sum_upgraded(long state);
+void __lazy_counter_add_upgraded(const struct lazy_counter *c, s64 amount);
+s64 __lazy_counter_read_upgraded(const struct lazy_counter *c);
+s64 __lazy_counter_sum_upgraded(const struct lazy_counter *c);
+
+/* Acquire: a clear bit 0 makes @c->slot and the slot's contents visible. */
+static inline long __lazy_counter_state(const struct lazy_counter *c)
+{
+	return atomic_long_read_acquire(&c->state);
+}
 
 /**
  * lazy_counter_is_lazy() - is the counter still in lazy mode?
@@ -76,7 +88,7 @@ s64 __lazy_counter_sum_upgraded(long state);
  */
 static inline bool lazy_counter_is_lazy(const struct lazy_counter *c)
 {
-	return atomic_long_read(&c->state) & LAZY_COUNTER_LAZY;
+	return __lazy_counter_state(c) & LAZY_COUNTER_LAZY;
 }
 
 void lazy_counter_init_many(struct lazy_counter *c, s64 amount,
@@ -100,12 +112,10 @@ void lazy_counter_destroy_many(struct lazy_counter *c, unsigned int nr);
  */
 static inline void lazy_counter_add_local(struct lazy_counter *c, s64 amount)
 {
-	long state = atomic_long_read(&c->state);
-
-	if (likely(state & LAZY_COUNTER_LAZY))
+	if (likely(__lazy_counter_state(c) & LAZY_COUNTER_LAZY))
 		WRITE_ONCE(c->local, c->local + amount);
 	else
-		__lazy_counter_add_upgraded(state, amount);
+		__lazy_counter_add_upgraded(c, amount);
 }
 
 /**
@@ -114,23 +124,25 @@ static inline void lazy_counter_add_local(struct lazy_counter *c, s64 amount)
  * @amount: signed amount; in lazy mode the remote total must stay within
  *	    [LAZY_COUNTER_REMOTE_MIN, LAZY_COUNTER_REMOTE_MAX]
  *
- * A compare-and-exchange on @c->state in lazy mode; an update that races
- * with the upgrade either lands before the switch (and is carried into
- * the target) or sees the switch and goes to the target.
+ * In lazy mode one atomic fetch-and-add of 2 * @amount on @c->state (bit 0
+ * is untouched).  An update that races with the upgrade either lands
+ * before the switch (and is carried into the target) or finds bit 0
+ * clear in the value it replaced and goes to the target itself.  Once
+ * upgraded, a load of @c->state sends it to the target directly.
  *
  * Context: Any context except NMI.
  */
 static inline void lazy_counter_add_remote(struct lazy_counter *c, s64 amount)
 {
-	long state = atomic_long_read(&c->state);
+	long old;
 
-	do {
-		if (unlikely(!(state & LAZY_COUNTER_LAZY))) {
-			__lazy_counter_add_upgraded(state, amount);
+	if (likely(__lazy_counter_state(c) & LAZY_COUNTER_LAZY)) {
+		old = atomic_long_fetch_add_acquire((long)((unsigned long)amount << 1),
+						    &c->state);
+		if (likely(old & LAZY_COUNTER_LAZY))
 			return;
-		}
-	} while (!atomic_long_try_cmpxchg_relaxed(&c->state, &state,
-			(long)((unsigned long)state + ((unsigned long)amount << 1))));
+	}
+	__lazy_counter_add_upgraded(c, amount);
 }
 
 /**
@@ -140,24 +152,25 @@ static inline void lazy_counter_add_remote(struct lazy_counter *c, s64 amount)
  * Exact in lazy mode (up to updates in flight); in per-CPU mode it omits
  * the deltas still held per CPU, like percpu_counter_read().
  *
- * Context: Any context.
+ * Context: Any context except NMI (it may wait, with a bounded spin, for
+ * an upgrade that runs with interrupts off to finish its switch).
  * Return: the approximate value.
  */
 static inline s64 lazy_counter_read(const struct lazy_counter *c)
 {
-	long state = atomic_long_read(&c->state);
+	long state = __lazy_counter_state(c);
 	s64 local = READ_ONCE(c->local);
 
 	if (likely(state & LAZY_COUNTER_LAZY))
 		return local + __lazy_counter_decode(state);
-	return local + __lazy_counter_read_upgraded(state);
+	return local + __lazy_counter_read_upgraded(c);
 }
 
 /**
  * lazy_counter_read_positive() - lazy_counter_read(), clamped at zero
  * @c: the counter
  *
- * Context: Any context.
+ * Context: Any context except NMI.
  * Return: the approximate value, or 0 if it is negative.
  */
 static inline s64 lazy_counter_read_positive(const struct lazy_counter *c)
@@ -180,12 +193,12 @@ static inline s64 lazy_counter_read_positive(const struct lazy_counter *c)
  */
 static inline s64 lazy_counter_sum(const struct lazy_counter *c)
 {
-	long state = atomic_long_read(&c->state);
+	long state = __lazy_counter_state(c);
 	s64 local = READ_ONCE(c->local);
 
 	if (likely(state & LAZY_COUNTER_LAZY))
 		return local + __lazy_counter_decode(state);
-	return local + __lazy_counter_sum_upgraded(state);
+	return local + __lazy_counter_sum_upgraded(c);
 }
 
 /**
@@ -215,11 +228,11 @@ static inline s64 lazy_counter_sum_positive(const struct lazy_counter *c)
  */
 static inline s64 lazy_counter_sum_local(const struct lazy_counter *c)
 {
-	long state = atomic_long_read(&c->state);
+	long state = __lazy_counter_state(c);
 
 	if (likely(state & LAZY_COUNTER_LAZY))
 		return c->local + __lazy_counter_decode(state);
-	return c->local + __lazy_counter_sum_upgraded(state);
+	return c->local + __lazy_counter_sum_upgraded(c);
 }
 
 /**
