@@ -103,8 +103,11 @@ struct lk_hammer {
 
 static s64 lk_amount(unsigned int idx, unsigned int n)
 {
-	/* Mixed signs and sizes, different per thread. */
-	s64 v = (s64)((n * 2654435761u + idx * 40503u) % 1001) - 500;
+	/*
+	 * Mixed signs and sizes, different per thread; mostly small, so that
+	 * the flat target mostly takes its per-CPU fast path.
+	 */
+	s64 v = (s64)((n * 2654435761u + idx * 40503u) % 9) - 4;
 
 	return (n % 97 == 0) ? v << 30 : v;
 }
