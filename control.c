@@ -26,11 +26,12 @@
  *  - At most one run exists at a time (pn_ctl.running under pn_ctl_lock);
  *    a second writer gets -EBUSY, never a queued run.
  *  - The writer never waits for the run: the module holds no reference on
- *    itself for it, so rmmod during a run is possible.  pn_control_exit()
- *    first removes the debugfs files (debugfs waits for callers already
- *    inside a file operation), then sets run->aborted and flushes the
+ *    itself for it, so rmmod during a run is possible.  pn_control_stop()
+ *    first removes the control files (debugfs waits for callers already
+ *    inside a file operation), then sets run->aborted and destroys the
  *    workqueue: every wait in a run is bounded by pn_should_stop(), so the
- *    run ends promptly and publishes "ABORTED".
+ *    run ends promptly and publishes "ABORTED".  Only then do the
+ *    components tear down, so a run never sees a component half gone.
  *  - Worker kthreads never outlive pn_run_threads(): it holds a task
  *    reference on each and kthread_stop()s all of them before returning.
  *
@@ -122,6 +123,7 @@ static struct {
 
 static struct workqueue_struct *pn_wq;
 static struct dentry *pn_dir;
+static struct dentry *pn_files[3];	/* list, stress, bench */
 
 const struct pn_test *pn_find_test(const char *name)
 {
@@ -735,7 +737,7 @@ static ssize_t pn_bench_write(struct file *file, const char __user *buf,
 
 /*
  * No .owner: an open file must not pin the module, so that rmmod can stop
- * a run.  debugfs_remove() in pn_control_exit() waits for operations in
+ * a run.  debugfs_remove() in pn_control_stop() waits for operations in
  * progress and makes later ones fail with -EIO.
  */
 static const struct file_operations pn_stress_fops = {
@@ -781,22 +783,27 @@ int pn_control_init(void)
 	if (!pn_wq)
 		return -ENOMEM;
 	pn_dir = debugfs_create_dir("pcpu_next", NULL);
-	debugfs_create_file("list", 0400, pn_dir, NULL, &pn_list_fops);
-	debugfs_create_file("stress", 0600, pn_dir, NULL, &pn_stress_fops);
-	debugfs_create_file("bench", 0600, pn_dir, NULL, &pn_bench_fops);
+	pn_files[0] = debugfs_create_file("list", 0400, pn_dir, NULL, &pn_list_fops);
+	pn_files[1] = debugfs_create_file("stress", 0600, pn_dir, NULL, &pn_stress_fops);
+	pn_files[2] = debugfs_create_file("bench", 0600, pn_dir, NULL, &pn_bench_fops);
 	return 0;
 }
 
 /**
- * pn_control_exit() - stop any run and remove the control files
+ * pn_control_stop() - remove the control files and stop any run
+ *
+ * Called first at module exit, while every component still works: a run
+ * in progress is aborted and waited for.  Components then tear down
+ * (removing their own debugfs files), and pn_control_exit() finishes.
  *
  * Context: Module exit, may sleep.
  */
-void pn_control_exit(void)
+void pn_control_stop(void)
 {
 	unsigned int i;
 
-	debugfs_remove(pn_dir);
+	for (i = 0; i < ARRAY_SIZE(pn_files); i++)
+		debugfs_remove(pn_files[i]);
 
 	mutex_lock(&pn_ctl_lock);
 	pn_ctl.dying = true;
@@ -806,7 +813,18 @@ void pn_control_exit(void)
 	}
 	mutex_unlock(&pn_ctl_lock);
 	destroy_workqueue(pn_wq);	/* drains the run */
+}
 
+/**
+ * pn_control_exit() - free the results and remove the debugfs directory
+ *
+ * Context: Module exit, after pn_control_stop() and the components' exit.
+ */
+void pn_control_exit(void)
+{
+	unsigned int i;
+
+	debugfs_remove(pn_dir);
 	for (i = 0; i < PN_STRESS_HISTORY; i++)
 		kfree(pn_ctl.stress_hist[i]);
 	kfree(pn_ctl.bench_last);

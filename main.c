@@ -4,7 +4,9 @@
  * control plane's own test "percpu".
  *
  *   module_init                     module_exit
- *     pn_control_init()  ---------->  pn_control_exit()  (stops a run first)
+ *     pn_control_init()               pn_control_stop()   (aborts a run)
+ *     <component>_init() ...          ... <component>_exit()
+ *                                     pn_control_exit()   (debugfs dir)
  *
  * The "percpu" test exercises the control plane itself on the kernel's
  * own per-CPU memory: worker kthreads, placed as pin= says, increment one
@@ -147,6 +149,7 @@ err_lazy:
 
 static void __exit pcpu_next_exit(void)
 {
+	pn_control_stop();	/* no run may outlive a component */
 	pn_control_exit();
 	lazy_counter_module_exit();
 }

@@ -31,6 +31,7 @@ run_vm()	# lane kernel smp possible guest
 {
 	local lane=$1 kernel=$2 smp=$3 possible=$4 guest=$5 rc
 	local log=$OUT/$lane.log
+	rm -f "$log"
 	echo "== lane $lane: $kernel kernel, $smp online / $possible possible CPUs"
 	bash "$REPO/scripts/vm.sh" --kernel "$kernel" --smp "$smp" --possible "$possible" \
 		--log "$log" "$REPO/scripts/guest/$guest"
@@ -47,6 +48,7 @@ for lane in $lanes; do
 	kselftest) run_vm kselftest debug 4 4 kselftest.sh ;;
 	kunitpy)
 		echo "== lane kunitpy: kunit.py run --arch=x86_64 --qemu_args='-smp 4'"
+		rm -f "$OUT/kunitpy.log"
 		bash "$REPO/scripts/kunit-lane.sh" >"$OUT/kunitpy.log" 2>&1
 		rc=$?
 		grep -E 'Testing complete|\[(PASSED|FAILED|CRASHED|SKIPPED)\]' "$OUT/kunitpy.log" |
