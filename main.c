@@ -150,8 +150,8 @@ err_lazy:
 static void __exit pcpu_next_exit(void)
 {
 	pn_control_stop();	/* no run may outlive a component */
-	pn_control_exit();
 	lazy_counter_module_exit();
+	pn_control_exit();
 }
 
 module_init(pcpu_next_init);
