@@ -951,6 +951,7 @@ enum lazy_bench_op {
 	LB_PCPU_ADD,		/* percpu_counter_add on the worker's own */
 	LB_ADD_REMOTE,		/* add_remote on one shared counter */
 	LB_ATOMIC_ADD,		/* atomic_long_add on one shared word */
+	LB_PCPU_ADD_SHARED,	/* percpu_counter_add on one shared counter */
 };
 
 /**
@@ -961,6 +962,7 @@ enum lazy_bench_op {
  * @own_pc: per worker, its own percpu_counter
  * @shared: the shared lazy counter
  * @shared_atomic: the shared atomic word
+ * @shared_pc: the shared percpu_counter
  * @ops: per worker, operations done
  * @remote_ops: add_remote() calls made on @shared, all phases
  * @err: first error of a worker
@@ -972,12 +974,15 @@ struct lazy_bench {
 	struct percpu_counter *own_pc;
 	struct lazy_counter shared;
 	atomic_long_t shared_atomic;
+	struct percpu_counter shared_pc;
 	u64 *ops;
 	u64 remote_ops;
 	atomic_t err;
 };
 
 #define LB_MAX_NR	4
+#define LB_LIVES	16	/* lifetimes per loop turn */
+#define LB_SLICES	4	/* a pair alternates this many times */
 
 static int lazy_bench_life(struct lazy_bench *b, unsigned int idx)
 {
@@ -1015,8 +1020,9 @@ static int lazy_bench_worker(struct pn_run *run, unsigned int idx, void *arg)
 		case LB_LAZY_LIFE:
 		case LB_PCPU_LIFE:
 		case LB_UPGRADE_LIFE:
-			ret = lazy_bench_life(b, idx);
-			n++;
+			for (k = 0; k < LB_LIVES && !ret; k++)
+				ret = lazy_bench_life(b, idx);
+			n += LB_LIVES;
 			break;
 		case LB_ADD_LOCAL:
 			for (k = 0; k < 256; k++)
@@ -1038,6 +1044,11 @@ static int lazy_bench_worker(struct pn_run *run, unsigned int idx, void *arg)
 				atomic_long_add(1, &b->shared_atomic);
 			n += 256;
 			break;
+		case LB_PCPU_ADD_SHARED:
+			for (k = 0; k < 256; k++)
+				percpu_counter_add(&b->shared_pc, 1);
+			n += 256;
+			break;
 		}
 		cond_resched();
 	}
@@ -1047,7 +1058,7 @@ static int lazy_bench_worker(struct pn_run *run, unsigned int idx, void *arg)
 	return 0;
 }
 
-/* One phase: returns operations done; *ns gets the phase's wall time. */
+/* One phase: returns operations done; adds the phase's wall time to *ns. */
 static u64 lazy_bench_phase(struct pn_run *run, struct lazy_bench *b,
 			    enum lazy_bench_op op, unsigned int threads,
 			    u64 *ns, int *ret)
@@ -1059,11 +1070,12 @@ static u64 lazy_bench_phase(struct pn_run *run, struct lazy_bench *b,
 		return 0;
 	b->op = op;
 	memset(b->ops, 0, threads * sizeof(*b->ops));
-	*ret = pn_run_threads(run, threads, run->p.pin, run->p.duration_ms,
+	*ret = pn_run_threads(run, threads, run->p.pin,
+			      max(run->p.duration_ms / LB_SLICES, 10U),
 			      lazy_bench_worker, b);
 	if (!*ret)
 		*ret = atomic_read(&b->err);
-	*ns = run->phase_ns;
+	*ns += run->phase_ns;
 	for (i = 0; i < threads; i++)
 		total += b->ops[i];
 	if (op == LB_ADD_REMOTE)
@@ -1076,10 +1088,15 @@ static void lazy_bench_pair(struct pn_run *run, struct lazy_bench *b,
 			    enum lazy_bench_op op, const char *base_name,
 			    enum lazy_bench_op base_op, int *ret)
 {
-	u64 ops, ns = 0, base_ops, base_ns = 0;
+	u64 ops = 0, ns = 0, base_ops = 0, base_ns = 0;
+	unsigned int i;
 
-	ops = lazy_bench_phase(run, b, op, threads, &ns, ret);
-	base_ops = lazy_bench_phase(run, b, base_op, threads, &base_ns, ret);
+	/* Alternate the two, so that a slow spell of the host hits both. */
+	for (i = 0; i < LB_SLICES; i++) {
+		ops += lazy_bench_phase(run, b, op, threads, &ns, ret);
+		base_ops += lazy_bench_phase(run, b, base_op, threads,
+					     &base_ns, ret);
+	}
 	if (!*ret)
 		pn_bench_row(run, name, ops, ns, base_name, base_ops, base_ns);
 }
@@ -1099,8 +1116,11 @@ static int lazy_bench(struct pn_run *run)
 	b->own_pc = kcalloc(threads, sizeof(*b->own_pc), GFP_KERNEL);
 	if (!b->ops || !b->own || !b->own_pc) {
 		ret = -ENOMEM;
-		goto out;
+		goto out_free;
 	}
+	ret = percpu_counter_init(&b->shared_pc, 0, GFP_KERNEL);
+	if (ret)
+		goto out_free;
 	for (pcs = 0; pcs < threads; pcs++) {
 		ret = percpu_counter_init(&b->own_pc[pcs], 0, GFP_KERNEL);
 		if (ret)
@@ -1139,6 +1159,9 @@ static int lazy_bench(struct pn_run *run)
 	lazy_bench_pair(run, b, threads, "add_remote (flat, shared)",
 			LB_ADD_REMOTE, "atomic_long_add (shared)",
 			LB_ATOMIC_ADD, &ret);
+	lazy_bench_pair(run, b, threads, "add_remote (flat, shared)",
+			LB_ADD_REMOTE, "percpu_counter_add (shared)",
+			LB_PCPU_ADD_SHARED, &ret);
 
 	/* The bench doubles as a check: no add_remote() was lost. */
 	if (!ret) {
@@ -1153,6 +1176,8 @@ static int lazy_bench(struct pn_run *run)
 out:
 	while (pcs--)
 		percpu_counter_destroy(&b->own_pc[pcs]);
+	percpu_counter_destroy(&b->shared_pc);
+out_free:
 	kfree(b->own_pc);
 	kfree(b->own);
 	kfree(b->ops);
