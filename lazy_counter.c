@@ -119,6 +119,7 @@
 #include <linux/sched.h>
 #include <linux/slab.h>
 #include <linux/spinlock.h>
+#include <linux/workqueue.h>
 
 #include <pcpu_next/internal.h>
 #include <pcpu_next/lazy_counter.h>
@@ -197,6 +198,8 @@ static atomic_long_t lazy_stat_failures;
 static atomic_long_t lazy_stat_races;
 static atomic_long_t lazy_stat_live;
 static atomic_long_t lazy_stat_pcpu_allocs;
+static atomic_long_t lazy_stat_auto_triggers;
+static atomic_long_t lazy_stat_auto_upgrades;
 
 /* Test hook: the n-th allocation step from now fails (0: none). */
 static atomic_t lazy_fail_countdown = ATOMIC_INIT(0);
@@ -616,6 +619,82 @@ void lazy_counter_destroy_many(struct lazy_counter *c, unsigned int nr)
 }
 EXPORT_SYMBOL_GPL(lazy_counter_destroy_many);
 
+/* ---- automatic upgrade ---------------------------------------------------- */
+
+static void lazy_auto_work(struct work_struct *work)
+{
+	struct lazy_counter_auto *a = container_of(work, struct lazy_counter_auto,
+						   work);
+
+	if (!lazy_counter_upgrade_many(a->c, a->nr, a->target, GFP_KERNEL))
+		atomic_long_inc(&lazy_stat_auto_upgrades);
+}
+
+/**
+ * lazy_counter_auto_init() - watch an array's remote update rate
+ * @a: the state to initialise
+ * @c: the array, already initialised with lazy_counter_init_many()
+ * @nr: its length
+ * @target: what to upgrade to
+ * @threshold: remote adds per second that trigger the upgrade (>= 1)
+ *
+ * Context: Any context.
+ */
+void lazy_counter_auto_init(struct lazy_counter_auto *a, struct lazy_counter *c,
+			    unsigned int nr, enum lazy_counter_target target,
+			    unsigned int threshold)
+{
+	a->c = c;
+	a->nr = nr;
+	a->target = target;
+	a->threshold = max(threshold, 1U);
+	a->window_start = jiffies;
+	atomic_set(&a->events, 0);
+	INIT_WORK(&a->work, lazy_auto_work);
+}
+EXPORT_SYMBOL_GPL(lazy_counter_auto_init);
+
+/**
+ * __lazy_counter_auto_event() - count one remote add of a lazy array
+ * @a: the array's automatic-upgrade state
+ *
+ * The window is advisory: concurrent resets may drop a few events, which
+ * only delays the trigger.  The upgrade is queued when the count reaches
+ * the threshold exactly, so one burst queues it once; queue_work() also
+ * ignores an already pending item.
+ *
+ * Context: Any context except NMI.
+ */
+void __lazy_counter_auto_event(struct lazy_counter_auto *a)
+{
+	unsigned long start = READ_ONCE(a->window_start);
+
+	if (time_after(jiffies, start + HZ)) {
+		WRITE_ONCE(a->window_start, jiffies);
+		atomic_set(&a->events, 0);
+	}
+	if (atomic_inc_return(&a->events) == a->threshold) {
+		atomic_long_inc(&lazy_stat_auto_triggers);
+		queue_work(system_unbound_wq, &a->work);
+	}
+}
+EXPORT_SYMBOL_GPL(__lazy_counter_auto_event);
+
+/**
+ * lazy_counter_auto_destroy() - stop watching and destroy the array
+ * @a: the state; its array is destroyed with lazy_counter_destroy_many()
+ *
+ * Waits for a queued or running automatic upgrade first.
+ *
+ * Context: Process context, may sleep.
+ */
+void lazy_counter_auto_destroy(struct lazy_counter_auto *a)
+{
+	cancel_work_sync(&a->work);
+	lazy_counter_destroy_many(a->c, a->nr);
+}
+EXPORT_SYMBOL_GPL(lazy_counter_auto_destroy);
+
 /**
  * lazy_counter_fold_cpu() - run the CPU-dead fold for one counter's group
  * @c: an upgraded counter
@@ -652,6 +731,8 @@ void lazy_counter_get_stats(struct lazy_counter_stats *st)
 	st->upgrade_races = atomic_long_read(&lazy_stat_races);
 	st->live_groups = atomic_long_read(&lazy_stat_live);
 	st->pcpu_allocs = atomic_long_read(&lazy_stat_pcpu_allocs);
+	st->auto_triggers = atomic_long_read(&lazy_stat_auto_triggers);
+	st->auto_upgrades = atomic_long_read(&lazy_stat_auto_upgrades);
 }
 EXPORT_SYMBOL_GPL(lazy_counter_get_stats);
 
@@ -700,6 +781,7 @@ enum lazy_st_upgrade {
 	LAZY_ST_REMOTE,		/* a remote thread upgrades */
 	LAZY_ST_BOTH,		/* owner and a remote thread race to upgrade */
 	LAZY_ST_INJECT,		/* the owner's first attempt fails (injected) */
+	LAZY_ST_AUTO,		/* remote adds go through the rate trigger */
 	LAZY_ST_NR_MODES,
 };
 
@@ -710,9 +792,11 @@ enum lazy_st_upgrade {
  * @mode: who upgrades, and how
  * @upgrade_ns: when (ktime) the upgrade is due
  * @done: an upgrade returned 0 (set by whoever did it)
+ * @autoup: automatic-upgrade state (LAZY_ST_AUTO)
  */
 struct lazy_st_proc {
 	struct lazy_counter c[LAZY_ST_NR];
+	struct lazy_counter_auto autoup;
 	s64 init[LAZY_ST_NR];
 	enum lazy_st_upgrade mode;
 	u64 upgrade_ns;
@@ -804,6 +888,8 @@ static int lazy_st_worker(struct pn_run *run, unsigned int idx, void *arg)
 
 		if (owner)
 			lazy_counter_add_local(&p->c[i], v);
+		else if (p->mode == LAZY_ST_AUTO)
+			lazy_counter_add_remote_auto(&p->autoup, i, v);
 		else
 			lazy_counter_add_remote(&p->c[i], v);
 		ref[i] += v;
@@ -857,7 +943,8 @@ static int lazy_st_check(struct pn_run *run, struct lazy_st *st,
 					pi, i, rd, sum);
 				return -EIO;
 			}
-			if (lazy_counter_is_lazy(c) == READ_ONCE(p->done)) {
+			if (p->mode != LAZY_ST_AUTO &&
+			    lazy_counter_is_lazy(c) == READ_ONCE(p->done)) {
 				pn_fail(run, "proc%u.ctr%u:lazy=%d,upgraded=%d",
 					pi, i, lazy_counter_is_lazy(c), p->done);
 				return -EIO;
@@ -902,6 +989,8 @@ static int lazy_stress(struct pn_run *run)
 			for (i = 1; i < LAZY_ST_NR; i++)
 				p->init[i] = p->init[0];
 			lazy_counter_init_many(p->c, p->init[0], LAZY_ST_NR);
+			lazy_counter_auto_init(&p->autoup, p->c, LAZY_ST_NR,
+					       LAZY_COUNTER_FLAT, 2000);
 			p->mode = pn_rand(run) % LAZY_ST_NR_MODES;
 			p->upgrade_ns = now + (u64)(pn_rand(run) % round_ms) *
 					      NSEC_PER_MSEC;
@@ -909,6 +998,8 @@ static int lazy_stress(struct pn_run *run)
 		}
 		ret = pn_run_threads(run, nthreads, run->p.pin, round_ms,
 				     lazy_st_worker, &st);
+		for (pi = 0; pi < st.nproc; pi++)	/* quiesce auto upgrades */
+			flush_work(&st.procs[pi].autoup.work);
 		if (!ret && atomic_read(&st.bad_ret)) {
 			pn_fail(run, "upgrade_ret=%d", atomic_read(&st.bad_ret));
 			ret = -EIO;
@@ -918,14 +1009,15 @@ static int lazy_stress(struct pn_run *run)
 		for (i = 0; i < nthreads; i++)
 			ops += st.ops[i];
 		for (pi = 0; pi < st.nproc; pi++) {
-			upgraded += READ_ONCE(st.procs[pi].done);
-			lazy_counter_destroy_many(st.procs[pi].c, LAZY_ST_NR);
+			upgraded += !lazy_counter_is_lazy(st.procs[pi].c);
+			lazy_counter_auto_destroy(&st.procs[pi].autoup);
 		}
 	}
 	lazy_counter_get_stats(&st1);
 	pn_printf(run, "rounds=%u procs=%u ops=%llu upgraded=%u ", r, st.nproc,
 		  ops, upgraded);
-	pn_printf(run, "upgrades=%llu races=%llu failures=%llu ",
+	pn_printf(run, "auto=%llu upgrades=%llu races=%llu failures=%llu ",
+		  st1.auto_upgrades - st0.auto_upgrades,
 		  st1.upgrades - st0.upgrades,
 		  st1.upgrade_races - st0.upgrade_races,
 		  st1.upgrade_failures - st0.upgrade_failures);

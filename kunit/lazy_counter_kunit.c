@@ -16,6 +16,7 @@
 #include <linux/sched.h>
 #include <linux/sched/task.h>
 #include <linux/slab.h>
+#include <linux/workqueue.h>
 
 #include <pcpu_next/lazy_counter.h>
 
@@ -514,6 +515,45 @@ static void lazy_concurrent_upgrade_test(struct kunit *test)
 	}
 }
 
+/* Automatic upgrade: below the rate nothing happens, above it upgrades. */
+static void lazy_auto_upgrade_test(struct kunit *test)
+{
+	struct lazy_counter_stats s0, s1;
+	struct lazy_counter_auto *a;
+	struct lazy_counter c[LK_NR];
+	unsigned int n, i;
+
+	a = kunit_kzalloc(test, sizeof(*a), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, a);
+	lazy_counter_init_many(c, 5, LK_NR);
+	lazy_counter_auto_init(a, c, LK_NR, LAZY_COUNTER_FLAT, 200);
+	lazy_counter_get_stats(&s0);
+	for (n = 0; n < 20; n++)
+		lazy_counter_add_remote_auto(a, n % LK_NR, 1);
+	flush_work(&a->work);
+	lazy_counter_get_stats(&s1);
+	KUNIT_EXPECT_EQ(test, s1.auto_triggers, s0.auto_triggers);
+	for (i = 0; i < LK_NR; i++)
+		KUNIT_EXPECT_TRUE(test, lazy_counter_is_lazy(&c[i]));
+
+	/* a burst well past the threshold within one window */
+	for (n = 20; n < 1000; n++)
+		lazy_counter_add_remote_auto(a, n % LK_NR, 1);
+	flush_work(&a->work);
+	lazy_counter_get_stats(&s1);
+	KUNIT_EXPECT_GE(test, s1.auto_triggers, s0.auto_triggers + 1);
+	KUNIT_EXPECT_EQ(test, s1.auto_upgrades, s0.auto_upgrades + 1);
+	for (i = 0; i < LK_NR; i++) {
+		KUNIT_EXPECT_FALSE(test, lazy_counter_is_lazy(&c[i]));
+		lazy_counter_add_remote_auto(a, i, 10);
+		lazy_counter_add_local(&c[i], 1);
+		KUNIT_EXPECT_EQ(test, lazy_counter_sum(&c[i]), 5 + 250 + 11);
+	}
+	lazy_counter_auto_destroy(a);
+	lazy_counter_get_stats(&s1);
+	KUNIT_EXPECT_EQ(test, s1.live_groups, s0.live_groups);
+}
+
 static struct kunit_case lazy_counter_cases[] = {
 	KUNIT_CASE(lazy_exact_test),
 	KUNIT_CASE(lazy_remote_kthreads_test),
@@ -524,6 +564,7 @@ static struct kunit_case lazy_counter_cases[] = {
 	KUNIT_CASE(lazy_encoding_test),
 	KUNIT_CASE(lazy_inject_failure_test),
 	KUNIT_CASE(lazy_concurrent_upgrade_test),
+	KUNIT_CASE(lazy_auto_upgrade_test),
 	{}
 };
 

@@ -17,6 +17,7 @@
 #include <linux/compiler.h>
 #include <linux/gfp_types.h>
 #include <linux/types.h>
+#include <linux/workqueue.h>
 
 struct lazy_slot;
 
@@ -236,12 +237,64 @@ static inline s64 lazy_counter_sum_local(const struct lazy_counter *c)
 }
 
 /**
+ * struct lazy_counter_auto - automatic upgrade of one array of counters
+ * @c: the array
+ * @nr: its length
+ * @target: what to upgrade to
+ * @threshold: remote adds within one window that trigger the upgrade
+ * @window_start: jiffies when the current window began (racy, advisory)
+ * @events: remote adds seen in lazy mode in the current window
+ * @work: runs the upgrade (process context)
+ *
+ * Remote adds made through lazy_counter_add_remote_auto() are counted
+ * while the array is lazy; when @threshold of them fall within one second
+ * the upgrade is queued on a workqueue.  A failed upgrade is retried on a
+ * later burst.
+ */
+struct lazy_counter_auto {
+	struct lazy_counter *c;
+	unsigned int nr;
+	enum lazy_counter_target target;
+	unsigned int threshold;
+	unsigned long window_start;
+	atomic_t events;
+	struct work_struct work;
+};
+
+void lazy_counter_auto_init(struct lazy_counter_auto *a, struct lazy_counter *c,
+			    unsigned int nr, enum lazy_counter_target target,
+			    unsigned int threshold);
+void __lazy_counter_auto_event(struct lazy_counter_auto *a);
+void lazy_counter_auto_destroy(struct lazy_counter_auto *a);
+
+/**
+ * lazy_counter_add_remote_auto() - lazy_counter_add_remote() with rate check
+ * @a: the array's automatic-upgrade state
+ * @idx: which counter of the array
+ * @amount: signed amount
+ *
+ * Costs one more atomic increment while the array is lazy, nothing more
+ * once it is upgraded.
+ *
+ * Context: Any context except NMI.
+ */
+static inline void lazy_counter_add_remote_auto(struct lazy_counter_auto *a,
+						unsigned int idx, s64 amount)
+{
+	lazy_counter_add_remote(&a->c[idx], amount);
+	if (unlikely(lazy_counter_is_lazy(&a->c[0])))
+		__lazy_counter_auto_event(a);
+}
+
+/**
  * struct lazy_counter_stats - module-wide statistics
  * @upgrades: arrays upgraded
  * @upgrade_failures: upgrades that failed (allocation or injected)
  * @upgrade_races: upgrades that lost to a concurrent upgrade of the array
  * @live_groups: upgraded arrays not yet destroyed
  * @pcpu_allocs: per-CPU allocations made for targets
+ * @auto_triggers: automatic upgrades queued (rate threshold crossed)
+ * @auto_upgrades: automatic upgrades that completed
  */
 struct lazy_counter_stats {
 	u64 upgrades;
@@ -249,6 +302,8 @@ struct lazy_counter_stats {
 	u64 upgrade_races;
 	u64 live_groups;
 	u64 pcpu_allocs;
+	u64 auto_triggers;
+	u64 auto_upgrades;
 };
 
 void lazy_counter_get_stats(struct lazy_counter_stats *st);
