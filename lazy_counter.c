@@ -261,7 +261,7 @@ long lazy_counter_batch(void)
 	return READ_ONCE(percpu_counter_batch);
 }
 
-static void lazy_flat_add(struct lazy_slot *s, s64 amount)
+static __always_inline void lazy_flat_add(struct lazy_slot *s, s64 amount)
 {
 	s32 batch = READ_ONCE(percpu_counter_batch);
 	unsigned long flags;
@@ -469,29 +469,6 @@ EXPORT_SYMBOL_GPL(__lazy_counter_sum_upgraded);
 
 /* ---- lifetime ------------------------------------------------------------ */
 
-/**
- * lazy_counter_init_many() - initialise an array of lazy counters
- * @c: the array
- * @amount: initial value of every counter
- * @nr: number of counters
- *
- * No allocation: the counters start in lazy mode.
- *
- * Context: Any context.
- */
-void lazy_counter_init_many(struct lazy_counter *c, s64 amount,
-			    unsigned int nr)
-{
-	unsigned int i;
-
-	for (i = 0; i < nr; i++) {
-		c[i].local = amount;
-		atomic_long_set(&c[i].state, __lazy_counter_encode(0));
-		c[i].slot = NULL;
-	}
-}
-EXPORT_SYMBOL_GPL(lazy_counter_init_many);
-
 /*
  * Switch one counter whose c->slot is already @s (I2): the xchg takes the
  * remote total and clears bit 0 in one step; base is published right
@@ -589,35 +566,29 @@ fail:
 EXPORT_SYMBOL_GPL(lazy_counter_upgrade_many);
 
 /**
- * lazy_counter_destroy_many() - release an array of counters, either mode
- * @c: the array
+ * __lazy_counter_destroy_upgraded() - release an upgraded array
+ * @c: the array; c[0].slot is set
  * @nr: number of counters, as given to lazy_counter_init_many()
  *
- * Lazy counters own nothing; upgraded ones release their group.  Nobody
- * may use the counters any more (no updater, reader or upgrade in
- * flight).  The counters are left in a state that later adds would trip
- * over (upgraded mode, no slot), and a second destroy is a no-op.
+ * Out-of-line half of lazy_counter_destroy_many().  The counters are left
+ * in a state that later adds trip over (upgraded mode, no slot), and a
+ * second destroy is a no-op.
  *
  * Context: Any context except NMI.
  */
-void lazy_counter_destroy_many(struct lazy_counter *c, unsigned int nr)
+void __lazy_counter_destroy_upgraded(struct lazy_counter *c, unsigned int nr)
 {
-	struct lazy_slot *s;
+	struct lazy_slot *s = c[0].slot;
 	unsigned int i;
 
-	if (!nr)
-		return;
-	s = c[0].slot;
 	for (i = 0; i < nr; i++) {
 		atomic_long_set(&c[i].state, 0);
 		c[i].slot = NULL;
 	}
-	if (!s)
-		return;
 	WARN_ON_ONCE(s->group->nr != nr || s != &s->group->slot[0]);
 	lazy_group_free(s->group);
 }
-EXPORT_SYMBOL_GPL(lazy_counter_destroy_many);
+EXPORT_SYMBOL_GPL(__lazy_counter_destroy_upgraded);
 
 /* ---- automatic upgrade ---------------------------------------------------- */
 

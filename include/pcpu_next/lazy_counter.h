@@ -92,11 +92,49 @@ static inline bool lazy_counter_is_lazy(const struct lazy_counter *c)
 	return __lazy_counter_state(c) & LAZY_COUNTER_LAZY;
 }
 
-void lazy_counter_init_many(struct lazy_counter *c, s64 amount,
-			    unsigned int nr);
 int lazy_counter_upgrade_many(struct lazy_counter *c, unsigned int nr,
 			      enum lazy_counter_target target, gfp_t gfp);
-void lazy_counter_destroy_many(struct lazy_counter *c, unsigned int nr);
+void __lazy_counter_destroy_upgraded(struct lazy_counter *c, unsigned int nr);
+
+/**
+ * lazy_counter_init_many() - initialise an array of lazy counters
+ * @c: the array
+ * @amount: initial value of every counter
+ * @nr: number of counters
+ *
+ * No allocation: the counters start in lazy mode.
+ *
+ * Context: Any context.
+ */
+static inline void lazy_counter_init_many(struct lazy_counter *c, s64 amount,
+					  unsigned int nr)
+{
+	unsigned int i;
+
+	for (i = 0; i < nr; i++) {
+		c[i].local = amount;
+		atomic_long_set(&c[i].state, __lazy_counter_encode(0));
+		c[i].slot = NULL;
+	}
+}
+
+/**
+ * lazy_counter_destroy_many() - release an array of counters, either mode
+ * @c: the array
+ * @nr: number of counters, as given to lazy_counter_init_many()
+ *
+ * Lazy counters own nothing; an upgraded array releases its group.
+ * Nobody may use the counters any more (no updater, reader or upgrade in
+ * flight).
+ *
+ * Context: Any context except NMI.
+ */
+static inline void lazy_counter_destroy_many(struct lazy_counter *c,
+					     unsigned int nr)
+{
+	if (nr && c[0].slot)
+		__lazy_counter_destroy_upgraded(c, nr);
+}
 
 /**
  * lazy_counter_add_local() - add from the counter's single updating context
