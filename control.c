@@ -69,6 +69,7 @@
 
 static const struct pn_test *const pn_tests[] = {
 	&pn_percpu_test,
+	&pn_tree_test,
 	&pn_lazy_test,
 };
 

@@ -26,6 +26,7 @@
 #include <linux/sched.h>
 #include <linux/slab.h>
 
+#include <pcpu_next/counter_tree.h>
 #include <pcpu_next/internal.h>
 #include <pcpu_next/lazy_counter.h>
 
@@ -132,6 +133,10 @@ static int __init pcpu_next_init(void)
 {
 	int ret;
 
+	/* Components first: the control plane may start runs at once. */
+	ret = pn_ctree_subsys_init();
+	if (ret)
+		return ret;	/* nothing to undo: it only computes a shape */
 	ret = lazy_counter_module_init();
 	if (ret)
 		return ret;

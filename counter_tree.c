@@ -1,0 +1,981 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * pcpu_next hierarchical per-CPU counter tree
+ *
+ * A per-CPU split counter makes adds cheap and sums expensive (visit every
+ * CPU); one atomic makes sums cheap and adds expensive (one contended
+ * cache line).  The tree keeps the per-CPU counters exact and, on the
+ * side, pushes coarse "carries" up a fixed N-ary tree of atomics whose
+ * root is an approximate sum readable in O(1), with an error bound that
+ * is known in advance from the topology and the batch size.
+ *
+ * Shape, for 8 CPU ids (order 3, arity orders {2, 1}), batch B:
+ *
+ *   level 0:  cpu0 cpu1 cpu2 cpu3 cpu4 cpu5 cpu6 cpu7     per-CPU, exact
+ *               |    |    |    |    |    |    |    |
+ *             [cpus 0,2,4,6]       [cpus 1,3,5,7]       item = cpu & (2 - 1)
+ *                    |                    |
+ *   level 1:      item[0]              item[1]          in: multiples of B
+ *                    |                    |             out: multiples of 4B
+ *                    +---------+----------+
+ *                              |
+ *   root:                   item[2]                     the approximate sum
+ *
+ * A level-l item (level 0 being the per-CPU counters) is chosen by the
+ * low bits of the CPU number: item[cpu & (nr_items_at_level - 1)].  Low
+ * bits rather than blocks because every item of every level then has a
+ * CPU beneath it even when nr_cpu_ids is not a power of two, and because
+ * x86 numbers SMT siblings n and n + nr_cores, which then share items.
+ *
+ * Topology.  At module init order = order_base_2(nr_cpu_ids) selects the
+ * shape: nr_levels = max(ceil(order / 3), min(order, 2)), at most 5, and
+ * the order bits are spread as evenly as possible over the levels, the
+ * lower levels getting the remainder (arity orders 1..4, so at most
+ * 16-way fan-in).  One CPU id gives zero levels: no items, the level-0
+ * counter of CPU 0 is both sums.  Levels 1..root hold
+ * sum over l of 2^(order - a_0 - ... - a_(l-1)) items per tree.
+ *
+ * Carry rule.  With T_0 = B and T_l = T_(l-1) * 2^a_(l-1), a counter of
+ * level l stands, for the next level, for floor(v / T_l) * T_l: its value
+ * with the low log2(T_l) bits cleared.  An add of inc turning orig into
+ * res = orig + inc (modulo 2^BITS_PER_LONG) therefore hands up exactly
+ *
+ *	carry = (res & ~(T_l - 1)) - (orig & ~(T_l - 1))
+ *
+ * (pn_ctree_carry()).  Because the modulus is a multiple of T_l this is
+ * exact under wrap-around too, and a carry is always a multiple of T_l.
+ * An item of level l only receives multiples of T_(l-1); when a carry is
+ * a multiple of T_l the item's low bits would not change and its carry
+ * out would be the carry itself, so the atomic is skipped and the carry
+ * goes straight up.  The fast path is one this_cpu_add_return() and two
+ * masks; the atomics are touched only when a T_0 boundary is crossed.
+ *
+ * Accuracy.  Follow a node (a level-0 counter or an item) from its
+ * starting value s: everything it ever received minus everything it
+ * handed up is (v mod T_next) - (s mod T_next) where v is its current
+ * value and T_next its carry threshold.  Summed over the tree (the root
+ * hands up nothing and is the approximation A), at quiescence
+ *
+ *	P - A = sum over nodes of ((v mod T_next) - s)	(s < T_next)
+ *
+ * where P is the precise sum.  A level-0 counter's term lies in
+ * [-s_0, B - 1 - s_0]; a level-l item holds s_l plus multiples of
+ * T_(l-1), so with s_l = q_l * T_(l-1) and fan-in K = 2^a_(l-1) its term
+ * lies in [-q_l * T_(l-1), (K - 1 - q_l) * T_(l-1)].  Starting every node
+ * at zero (as the seed does) makes A <= P always and puts the whole span
+ * below P; instead the nodes start in the middle of their window:
+ * s_0 = B / 2, and q_l in {K/2 - 1, K/2} picked level by level to keep
+ * the two sides balanced (pn_ctree_shape()).  That halves the worst
+ * |P - A| for the same memory and the same fast path.  With N_l nodes at
+ * level l:
+ *
+ *	under = N_0 (B - 1 - s_0) + sum N_l (K_l - 1 - q_l) T_(l-1)
+ *	over  = N_0 s_0           + sum N_l q_l T_(l-1)
+ *
+ * and P - under <= A <= P + over.  N_0 is num_possible_cpus(); each
+ * item level contributes N_l * T_(l-1) = 2^order * B per unit of q, so
+ * the bound grows as O(nr_cpu_ids * B * nr_levels).  The level-0 start
+ * values are subtracted from the precise sum (level0_base); the item
+ * start values need no correction, by the identity above.
+ *
+ * Sets.  pn_ctree_set() only moves the bias, which both sums include:
+ * P - A and hence the accuracy is unchanged.
+ *
+ * Locking and memory ordering.  There are no locks.  Level-0 updates are
+ * this_cpu_add_return(): atomic with respect to the local CPU (interrupts
+ * and preemption included), and the carry is computed from the values of
+ * that one read-modify-write, so migrating right after it is harmless:
+ * any item of the next level may absorb a carry, the identity above does
+ * not care which.  Items are updated with atomic_long_add_return_relaxed();
+ * each item's updates are totally ordered by coherence and each carry is
+ * derived from one of them, which is all the identity needs.  Readers
+ * order nothing: the approximate sum is one atomic read; the precise sum
+ * reads the level-0 counters of every possible CPU and is exact once the
+ * adders' stores are visible (e.g. after kthread_stop() of the adders),
+ * otherwise it sees any subset of the adds in flight.  CPU hotplug needs
+ * no callback: an offline CPU's counter keeps its value and is still
+ * summed, and its uncarried remainder is covered by the bound.
+ */
+
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/atomic.h>
+#include <linux/cpumask.h>
+#include <linux/export.h>
+#include <linux/kernel.h>
+#include <linux/log2.h>
+#include <linux/math64.h>
+#include <linux/percpu.h>
+#include <linux/percpu_counter.h>
+#include <linux/sched.h>
+#include <linux/slab.h>
+#include <linux/smp.h>
+
+#include <pcpu_next/counter_tree.h>
+#include <pcpu_next/internal.h>
+
+/* Written once by pn_ctree_subsys_init(), read-only afterwards. */
+static struct pn_ctree_topo pn_ctree_topo __read_mostly;
+static bool pn_ctree_ready __read_mostly;
+
+/**
+ * pn_ctree_topo_compute() - the tree shape for 2^@order CPU ids
+ * @order: log2 of the number of level-0 slots, 0..PN_CTREE_MAX_ORDER
+ * @t: filled in
+ *
+ * Context: Any context.
+ */
+void pn_ctree_topo_compute(unsigned int order, struct pn_ctree_topo *t)
+{
+	unsigned int levels, l, shift = 0;
+
+	memset(t, 0, sizeof(*t));
+	t->order = order;
+	if (!order)
+		return;
+	levels = max(DIV_ROUND_UP(order, 3), min(order, 2U));
+	levels = min_t(unsigned int, levels, PN_CTREE_MAX_LEVELS);
+	t->nr_levels = levels;
+	for (l = 0; l < levels; l++) {
+		t->arity_order[l] = order / levels + (l < order % levels);
+		shift += t->arity_order[l];
+		t->nr_items += 1U << (order - shift);
+	}
+}
+
+/*
+ * Accuracy range and starting values of a tree with batch 2^@batch_order
+ * and @nr_level0 level-0 counters; @start[l] is the starting value of
+ * every node of level l (NULL if not wanted).  See the essay above.
+ */
+static void pn_ctree_shape(const struct pn_ctree_topo *t,
+			   unsigned int batch_order, unsigned int nr_level0,
+			   unsigned long *under, unsigned long *over,
+			   unsigned long *start)
+{
+	unsigned long step = 1UL << batch_order, s0, u, o;
+	unsigned int l, shift = 0;
+
+	if (!t->nr_levels) {	/* one CPU: level 0 is exact */
+		*under = 0;
+		*over = 0;
+		if (start)
+			start[0] = 0;
+		return;
+	}
+	s0 = step / 2;
+	o = nr_level0 * s0;
+	u = nr_level0 * (step - 1 - s0);
+	if (start)
+		start[0] = s0;
+	for (l = 1; l < t->nr_levels; l++) {
+		unsigned int a = t->arity_order[l - 1];
+		unsigned long k = 1UL << a, n, q;
+
+		shift += a;
+		n = 1UL << (t->order - shift);
+		q = o > u ? k / 2 - 1 : k / 2;	/* feed the smaller side */
+		o += n * q * step;
+		u += n * (k - 1 - q) * step;
+		if (start)
+			start[l] = q * step;
+		step <<= a;
+	}
+	*under = u;
+	*over = o;
+}
+
+/**
+ * pn_ctree_accuracy() - accuracy range of a tree of a given shape
+ * @t: the topology
+ * @batch_order: log2 of the batch size
+ * @nr_level0: number of level-0 counters (possible CPUs)
+ * @under: set to the largest P - A
+ * @over: set to the largest A - P
+ *
+ * Context: Any context.
+ */
+void pn_ctree_accuracy(const struct pn_ctree_topo *t, unsigned int batch_order,
+		       unsigned int nr_level0, unsigned long *under,
+		       unsigned long *over)
+{
+	pn_ctree_shape(t, batch_order, nr_level0, under, over, NULL);
+}
+
+/**
+ * pn_ctree_topology() - the topology chosen at module init
+ *
+ * Context: Any context, after module init.
+ * Return: the topology every tree of this kernel uses.
+ */
+const struct pn_ctree_topo *pn_ctree_topology(void)
+{
+	return &pn_ctree_topo;
+}
+
+/**
+ * pn_ctree_subsys_init() - choose the topology from nr_cpu_ids
+ *
+ * Context: Module init.
+ * Return: 0, or -EOPNOTSUPP if nr_cpu_ids exceeds 2^PN_CTREE_MAX_ORDER.
+ */
+int pn_ctree_subsys_init(void)
+{
+	unsigned int order = order_base_2(nr_cpu_ids);
+
+	if (order > PN_CTREE_MAX_ORDER) {
+		pr_err("counter tree: %u CPU ids not supported\n", nr_cpu_ids);
+		return -EOPNOTSUPP;
+	}
+	pn_ctree_topo_compute(order, &pn_ctree_topo);
+	pn_ctree_ready = true;
+	return 0;
+}
+
+/**
+ * pn_ctree_items_size() - bytes of items one tree needs
+ *
+ * Context: Any context, after module init.
+ * Return: the size of the @items area per tree for pn_ctree_init(); 0 on
+ * a single-CPU kernel.
+ */
+size_t pn_ctree_items_size(void)
+{
+	return pn_ctree_topo.nr_items * sizeof(struct pn_ctree_item);
+}
+EXPORT_SYMBOL_GPL(pn_ctree_items_size);
+
+/*
+ * Level-0 storage of @nr trees in one per-CPU allocation.  Kept in this
+ * one pair of helpers so that the project's own per-CPU allocator can
+ * replace the kernel's here and nowhere else.
+ */
+static unsigned long __percpu *pn_ctree_alloc_level0(unsigned int nr, gfp_t gfp)
+{
+	return __alloc_percpu_gfp(nr * sizeof(unsigned long),
+				  __alignof__(unsigned long), gfp);
+}
+
+static void pn_ctree_free_level0(unsigned long __percpu *level0)
+{
+	free_percpu(level0);
+}
+
+/**
+ * pn_ctree_init_many() - initialise @nr counter trees
+ * @counters: array of @nr trees, memory provided by the caller
+ * @items: @nr * pn_ctree_items_size() bytes of items, provided by the
+ *	   caller, cache-line aligned (a power-of-two kmalloc() size is);
+ *	   may be NULL when pn_ctree_items_size() is 0
+ * @nr: number of trees, at least 1
+ * @batch: level-0 increments per carry: a power of two greater than 1
+ * @gfp: allocation flags for the one per-CPU allocation of the level-0
+ *	 counters of all @nr trees
+ *
+ * Every tree starts at zero.  Release with pn_ctree_destroy_many() on the
+ * same array.
+ *
+ * Context: Process context if @gfp may sleep; otherwise any context.
+ * Return: 0; -EINVAL for a bad @batch, @nr or @items, or before module init;
+ * -ENOMEM if the per-CPU allocation fails.
+ */
+int pn_ctree_init_many(struct pn_ctree *counters, struct pn_ctree_item *items,
+		       unsigned int nr, unsigned long batch, gfp_t gfp)
+{
+	const struct pn_ctree_topo *t = &pn_ctree_topo;
+	unsigned long start[PN_CTREE_MAX_LEVELS], under, over;
+	unsigned int possible = num_possible_cpus(), b, i, l, cpu;
+	unsigned long __percpu *level0;
+
+	if (!pn_ctree_ready || !nr || batch < 2 || !is_power_of_2(batch))
+		return -EINVAL;
+	if (t->nr_levels &&
+	    (!items || !IS_ALIGNED((unsigned long)items, SMP_CACHE_BYTES)))
+		return -EINVAL;
+	b = ilog2(batch);
+	/* under + over stays below 2^(b + order + 3): keep it far from LONG_MAX */
+	if (b + t->order + 4 >= BITS_PER_LONG)
+		return -EINVAL;
+
+	level0 = pn_ctree_alloc_level0(nr, gfp);
+	if (!level0)
+		return -ENOMEM;
+	pn_ctree_shape(t, b, possible, &under, &over, start);
+
+	for (i = 0; i < nr; i++) {
+		struct pn_ctree *c = &counters[i];
+		struct pn_ctree_item *it = items ? items + i * t->nr_items : NULL;
+		unsigned int shift = 0;
+
+		c->level0 = level0 + i;
+		c->batch_order = t->nr_levels ? b : 0;
+		c->batch = batch;
+		c->bias = 0;
+		c->under = under;
+		c->over = over;
+		c->items = it;
+		c->root = t->nr_levels ? &it[t->nr_items - 1].count : NULL;
+		for_each_possible_cpu(cpu)
+			*per_cpu_ptr(c->level0, cpu) = start[0];
+		c->level0_base = possible * start[0];
+		for (l = 1; l < t->nr_levels; l++) {
+			unsigned int j, n;
+
+			shift += t->arity_order[l - 1];
+			n = 1U << (t->order - shift);
+			for (j = 0; j < n; j++)
+				atomic_long_set(&it[j].count, start[l]);
+			it += n;
+		}
+		if (c->root)
+			atomic_long_set(c->root, 0);
+	}
+	return 0;
+}
+EXPORT_SYMBOL_GPL(pn_ctree_init_many);
+
+/**
+ * pn_ctree_init() - initialise one counter tree
+ * @counter: the tree, memory provided by the caller
+ * @items: pn_ctree_items_size() bytes of items, provided by the caller
+ * @batch: level-0 increments per carry: a power of two greater than 1
+ * @gfp: allocation flags for the per-CPU level-0 counter
+ *
+ * Context: Process context if @gfp may sleep; otherwise any context.
+ * Return: 0, -EINVAL or -ENOMEM as pn_ctree_init_many().
+ */
+int pn_ctree_init(struct pn_ctree *counter, struct pn_ctree_item *items,
+		  unsigned long batch, gfp_t gfp)
+{
+	return pn_ctree_init_many(counter, items, 1, batch, gfp);
+}
+EXPORT_SYMBOL_GPL(pn_ctree_init);
+
+/**
+ * pn_ctree_destroy_many() - release @nr trees made by pn_ctree_init_many()
+ * @counters: the array given to pn_ctree_init_many()
+ * @nr: its length (all trees share one allocation, released at once)
+ *
+ * The items belong to the caller and are not touched.
+ *
+ * Context: Any context where free_percpu() may be called (not NMI).
+ */
+void pn_ctree_destroy_many(struct pn_ctree *counters, unsigned int nr)
+{
+	if (!nr)
+		return;
+	pn_ctree_free_level0(counters[0].level0);
+	counters[0].level0 = NULL;
+}
+EXPORT_SYMBOL_GPL(pn_ctree_destroy_many);
+
+/**
+ * pn_ctree_destroy() - release a tree made by pn_ctree_init()
+ * @counter: the tree
+ *
+ * Context: As pn_ctree_destroy_many().
+ */
+void pn_ctree_destroy(struct pn_ctree *counter)
+{
+	pn_ctree_destroy_many(counter, 1);
+}
+EXPORT_SYMBOL_GPL(pn_ctree_destroy);
+
+/* Hand @carry (a nonzero multiple of T_0) up from level 1 to the root. */
+static void pn_ctree_propagate(struct pn_ctree *c, unsigned long carry)
+{
+	const struct pn_ctree_topo *t = &pn_ctree_topo;
+	struct pn_ctree_item *level = c->items;
+	unsigned int cpu = raw_smp_processor_id();	/* locality hint only */
+	unsigned int order = c->batch_order, shift = 0, l;
+
+	for (l = 1; l < t->nr_levels; l++) {
+		unsigned int nr;
+
+		shift += t->arity_order[l - 1];
+		order += t->arity_order[l - 1];
+		nr = 1U << (t->order - shift);
+		/* Low bits of this item would change: it must see the carry. */
+		if (carry & ((1UL << order) - 1)) {
+			atomic_long_t *cnt = &level[cpu & (nr - 1)].count;
+			unsigned long res;
+
+			res = atomic_long_add_return_relaxed((long)carry, cnt);
+			carry = pn_ctree_carry(res - carry, res, order,
+					       BITS_PER_LONG);
+			if (likely(!carry))
+				return;
+		}
+		level += nr;
+	}
+	atomic_long_add((long)carry, c->root);
+}
+
+/**
+ * pn_ctree_add() - add to a counter tree
+ * @counter: the tree
+ * @inc: the increment, negative to subtract
+ *
+ * One per-CPU add; the tree's atomics are touched only when the level-0
+ * counter crosses a multiple of the batch size, and higher levels only
+ * when their own thresholds are crossed.
+ *
+ * Context: Any context (the level-0 update is interrupt safe).
+ */
+void pn_ctree_add(struct pn_ctree *counter, long inc)
+{
+	unsigned long res, carry;
+
+	res = this_cpu_add_return(*counter->level0, inc);
+	if (!counter->batch_order)
+		return;		/* one CPU: no tree */
+	carry = pn_ctree_carry(res - inc, res, counter->batch_order,
+			       BITS_PER_LONG);
+	if (likely(!carry))
+		return;
+	pn_ctree_propagate(counter, carry);
+}
+EXPORT_SYMBOL_GPL(pn_ctree_add);
+
+static unsigned long pn_ctree_level0_sum(struct pn_ctree *c)
+{
+	unsigned long sum = 0;
+	unsigned int cpu;
+
+	for_each_possible_cpu(cpu)
+		sum += READ_ONCE(*per_cpu_ptr(c->level0, cpu));
+	return sum - c->level0_base;
+}
+
+/**
+ * pn_ctree_precise_sum() - the exact sum, visiting every possible CPU
+ * @counter: the tree
+ *
+ * Context: Any context.  Exact when no add runs concurrently; otherwise
+ * includes any subset of the concurrent adds.
+ * Return: the sum of all adds since init (or the last set), plus the set
+ * value.
+ */
+long pn_ctree_precise_sum(struct pn_ctree *counter)
+{
+	return (long)(pn_ctree_level0_sum(counter) +
+		      (unsigned long)READ_ONCE(counter->bias));
+}
+EXPORT_SYMBOL_GPL(pn_ctree_precise_sum);
+
+/* 1 if @delta > @pos, -1 if @delta < -@neg, else 0. */
+static int pn_ctree_cmp(long delta, unsigned long neg, unsigned long pos)
+{
+	if (delta > 0 && (unsigned long)delta > pos)
+		return 1;
+	if (delta < 0 && -(unsigned long)delta > neg)
+		return -1;
+	return 0;
+}
+
+static int pn_ctree_sign(long delta)
+{
+	return delta > 0 ? 1 : delta < 0 ? -1 : 0;
+}
+
+static long pn_ctree_sub(long a, long b)
+{
+	return (long)((unsigned long)a - (unsigned long)b);
+}
+
+/**
+ * pn_ctree_approx_compare() - compare two trees from their approximations
+ * @a: first tree
+ * @b: second tree
+ *
+ * With Pa in [Aa - a->over, Aa + a->under] and likewise for b, Pa > Pb is
+ * certain when Aa - Ab > a->over + b->under, and Pa < Pb when
+ * Aa - Ab < -(a->under + b->over).
+ *
+ * Context: Any context.
+ * Return: 1 if a's precise sum is certainly greater than b's, -1 if
+ * certainly smaller, 0 if the accuracy ranges do not tell.
+ */
+int pn_ctree_approx_compare(struct pn_ctree *a, struct pn_ctree *b)
+{
+	return pn_ctree_cmp(pn_ctree_sub(pn_ctree_approx_sum(a),
+					 pn_ctree_approx_sum(b)),
+			    a->under + b->over, a->over + b->under);
+}
+EXPORT_SYMBOL_GPL(pn_ctree_approx_compare);
+
+/**
+ * pn_ctree_approx_compare_value() - compare a value with a tree, approximately
+ * @counter: the tree
+ * @v: the value
+ *
+ * Note the order, kept from the design this follows: the result is the
+ * sign of @v minus the counter.  With P in [A - over, A + under], @v > P is
+ * certain when v - A > under and @v < P when v - A < -over.
+ *
+ * Context: Any context.
+ * Return: 1 if @v is certainly greater than the precise sum, -1 if
+ * certainly smaller, 0 if @v lies within the accuracy range.
+ */
+int pn_ctree_approx_compare_value(struct pn_ctree *counter, long v)
+{
+	return pn_ctree_cmp(pn_ctree_sub(v, pn_ctree_approx_sum(counter)),
+			    counter->over, counter->under);
+}
+EXPORT_SYMBOL_GPL(pn_ctree_approx_compare_value);
+
+/**
+ * pn_ctree_precise_compare() - compare two trees exactly
+ * @a: first tree
+ * @b: second tree
+ *
+ * Uses the approximations first and sums precisely only what they leave
+ * open, starting with the tree whose range is wider.
+ *
+ * Context: Any context.  Exact at quiescence.
+ * Return: the sign of a's precise sum minus b's.
+ */
+int pn_ctree_precise_compare(struct pn_ctree *a, struct pn_ctree *b)
+{
+	long pa, pb;
+	int r;
+
+	r = pn_ctree_approx_compare(a, b);
+	if (r)
+		return r;
+	if (a->under + a->over >= b->under + b->over) {
+		pa = pn_ctree_precise_sum(a);
+		/* Pa - Pb in [d - b->under, d + b->over] */
+		r = pn_ctree_cmp(pn_ctree_sub(pa, pn_ctree_approx_sum(b)),
+				 b->over, b->under);
+		if (r)
+			return r;
+		pb = pn_ctree_precise_sum(b);
+	} else {
+		pb = pn_ctree_precise_sum(b);
+		/* Pa - Pb in [d - a->over, d + a->under] */
+		r = pn_ctree_cmp(pn_ctree_sub(pn_ctree_approx_sum(a), pb),
+				 a->under, a->over);
+		if (r)
+			return r;
+		pa = pn_ctree_precise_sum(a);
+	}
+	return pn_ctree_sign(pn_ctree_sub(pa, pb));
+}
+EXPORT_SYMBOL_GPL(pn_ctree_precise_compare);
+
+/**
+ * pn_ctree_precise_compare_value() - compare a value with a tree exactly
+ * @counter: the tree
+ * @v: the value
+ *
+ * Same order as pn_ctree_approx_compare_value(): the sign of @v minus the
+ * counter.  Sums precisely only if the approximation does not tell.
+ *
+ * Context: Any context.  Exact at quiescence.
+ * Return: 1, 0 or -1 as @v is greater than, equal to or less than the
+ * precise sum.
+ */
+int pn_ctree_precise_compare_value(struct pn_ctree *counter, long v)
+{
+	int r = pn_ctree_approx_compare_value(counter, v);
+
+	if (r)
+		return r;
+	return pn_ctree_sign(pn_ctree_sub(v, pn_ctree_precise_sum(counter)));
+}
+EXPORT_SYMBOL_GPL(pn_ctree_precise_compare_value);
+
+/**
+ * pn_ctree_set() - set the precise sum to a value
+ * @counter: the tree
+ * @v: the new value
+ *
+ * Moves the bias only: the approximation moves by the same amount and
+ * stays within the accuracy range.  Adds racing with the set may or may
+ * not be included; callers that need an exact result exclude them.
+ *
+ * Context: Any context.
+ */
+void pn_ctree_set(struct pn_ctree *counter, long v)
+{
+	WRITE_ONCE(counter->bias,
+		   (long)((unsigned long)v - pn_ctree_level0_sum(counter)));
+}
+EXPORT_SYMBOL_GPL(pn_ctree_set);
+
+/* ---- stress and bench (debugfs control plane, test=tree) ---------------- */
+
+#define PN_TREE_DEF_BATCH	32
+#define PN_TREE_DEF_TREES	4
+#define PN_TREE_MAX_TREES	64
+#define PN_TREE_ROUND_MS	250
+
+/* Cache-line aligned items for @nr trees (power-of-two kmalloc sizes are). */
+static struct pn_ctree_item *pn_tree_alloc_items(unsigned int nr)
+{
+	size_t sz = max_t(size_t, nr * pn_ctree_items_size(), SMP_CACHE_BYTES);
+
+	return kzalloc(roundup_pow_of_two(sz), GFP_KERNEL);
+}
+
+struct pn_tree_stress {
+	struct pn_ctree *trees;
+	unsigned int nr_trees;
+	unsigned int nr_adders;		/* workers 0..nr_adders-1; then the reader */
+	unsigned long batch;
+	u64 seed;
+	s64 *totals;			/* [adder][tree], private to each adder */
+	u64 *ops;			/* [adder] */
+	unsigned long live_dev;		/* reader's largest |approx - precise| */
+	unsigned long samples;
+};
+
+/* An increment in 1..10^4 or around the batch, either sign. */
+static long pn_tree_rand_inc(u64 *rnd, unsigned long batch, bool drift_up)
+{
+	u32 r = pn_rand_state(rnd);
+	long inc;
+
+	if (!(r & 7))
+		inc = (r >> 8) % 10000 + 1;
+	else
+		inc = (r >> 8) % (2 * batch) + 1;
+	/* Half negative; a drifting worker only a quarter of the time. */
+	if ((r & 8) && (!drift_up || (r & 16)))
+		inc = -inc;
+	return inc;
+}
+
+static int pn_tree_stress_reader(struct pn_run *run, struct pn_tree_stress *s)
+{
+	unsigned long max = 0, n = 0;
+	unsigned int i;
+
+	while (!pn_should_stop(run)) {
+		for (i = 0; i < s->nr_trees; i++) {
+			long a = pn_ctree_approx_sum(&s->trees[i]);
+			long p = pn_ctree_precise_sum(&s->trees[i]);
+			unsigned long d = a > p ? a - p : p - a;
+
+			max = max(max, d);
+			n++;
+		}
+		cond_resched();
+	}
+	s->live_dev = max(s->live_dev, max);
+	s->samples += n;
+	return 0;
+}
+
+static int pn_tree_stress_worker(struct pn_run *run, unsigned int idx,
+				 void *arg)
+{
+	struct pn_tree_stress *s = arg;
+	u64 rnd = s->seed + 0x9e3779b97f4a7c15ULL * (idx + 1);
+	s64 *tot = &s->totals[idx * s->nr_trees];
+	u64 n = 0;
+
+	if (idx == s->nr_adders)
+		return pn_tree_stress_reader(run, s);
+	while (!pn_should_stop(run)) {
+		unsigned int t = pn_rand_state(&rnd) % s->nr_trees;
+		long inc = pn_tree_rand_inc(&rnd, s->batch, idx == 0);
+
+		pn_ctree_add(&s->trees[t], inc);
+		tot[t] += inc;
+		if (!(++n & 255))
+			cond_resched();
+	}
+	s->ops[idx] += n;
+	return 0;
+}
+
+static int pn_tree_stress(struct pn_run *run)
+{
+	struct pn_tree_stress s = {};
+	struct pn_ctree_item *items = NULL;
+	unsigned int rounds, round, i, w;
+	unsigned long below = 0, above = 0;
+	u64 ops = 0;
+	s64 *expect = NULL;
+	int ret = -ENOMEM;
+
+	s.batch = run->p.batch ? : PN_TREE_DEF_BATCH;
+	s.nr_trees = min(run->p.objects ? : PN_TREE_DEF_TREES, PN_TREE_MAX_TREES);
+	s.nr_adders = run->p.threads;
+	s.seed = run->p.seed;
+	if (s.batch < 2 || !is_power_of_2(s.batch)) {
+		pn_fail(run, "batch_must_be_a_power_of_two_above_1");
+		return -EINVAL;
+	}
+	rounds = clamp(run->p.duration_ms / PN_TREE_ROUND_MS, 1U, 40U);
+
+	s.trees = kcalloc(s.nr_trees, sizeof(*s.trees), GFP_KERNEL);
+	items = pn_tree_alloc_items(s.nr_trees);
+	s.totals = kcalloc(s.nr_adders * s.nr_trees, sizeof(*s.totals), GFP_KERNEL);
+	s.ops = kcalloc(s.nr_adders, sizeof(*s.ops), GFP_KERNEL);
+	expect = kcalloc(s.nr_trees, sizeof(*expect), GFP_KERNEL);
+	if (!s.trees || !items || !s.totals || !s.ops || !expect)
+		goto out_free;
+	ret = pn_ctree_init_many(s.trees, items, s.nr_trees, s.batch, GFP_KERNEL);
+	if (ret)
+		goto out_free;
+
+	for (round = 0; round < rounds && !ret; round++) {
+		/* Every third round starts from a set value, either sign. */
+		if (round % 3 == 2) {
+			for (i = 0; i < s.nr_trees; i++) {
+				expect[i] = (s32)pn_rand(run) * 4096LL;
+				pn_ctree_set(&s.trees[i], expect[i]);
+			}
+		}
+		memset(s.totals, 0, s.nr_adders * s.nr_trees * sizeof(*s.totals));
+		ret = pn_run_threads(run, s.nr_adders + 1, run->p.pin,
+				     run->p.duration_ms / rounds,
+				     pn_tree_stress_worker, &s);
+		if (ret)
+			break;
+		/* Quiescent: kthread_stop() ordered the adders' stores. */
+		for (i = 0; i < s.nr_trees; i++) {
+			struct pn_ctree *c = &s.trees[i];
+			long p, a;
+
+			for (w = 0; w < s.nr_adders; w++)
+				expect[i] += s.totals[w * s.nr_trees + i];
+			p = pn_ctree_precise_sum(c);
+			a = pn_ctree_approx_sum(c);
+			if (p != expect[i]) {
+				pn_fail(run, "tree%u_precise=%ld_expected=%lld", i,
+					p, expect[i]);
+				ret = -EIO;
+			}
+			if (a < p && (unsigned long)(p - a) > c->under) {
+				pn_fail(run, "tree%u_approx_%lu_below", i, p - a);
+				ret = -EIO;
+			}
+			if (a > p && (unsigned long)(a - p) > c->over) {
+				pn_fail(run, "tree%u_approx_%lu_above", i, a - p);
+				ret = -EIO;
+			}
+			if (a < p)
+				below = max(below, (unsigned long)(p - a));
+			else
+				above = max(above, (unsigned long)(a - p));
+		}
+	}
+	for (w = 0; w < s.nr_adders; w++)
+		ops += s.ops[w];
+	pn_printf(run, "trees=%u batch=%lu rounds=%u adds=%llu max_below=%lu under=%lu max_above=%lu over=%lu live_max_dev=%lu samples=%lu ",
+		  s.nr_trees, s.batch, round, ops, below, s.trees[0].under,
+		  above, s.trees[0].over, s.live_dev, s.samples);
+	pn_ctree_destroy_many(s.trees, s.nr_trees);
+out_free:
+	kfree(expect);
+	kfree(s.ops);
+	kfree(s.totals);
+	kfree(items);
+	kfree(s.trees);
+	return ret;
+}
+
+enum pn_tree_bench_op {
+	PN_TB_TREE_ADD,
+	PN_TB_PC_ADD,
+	PN_TB_ATOMIC_ADD,
+	PN_TB_TREE_APPROX,
+	PN_TB_PC_READ,
+	PN_TB_PC_SUM,
+	PN_TB_TREE_PRECISE,
+	PN_TB_NR,
+};
+
+struct pn_tree_bench {
+	struct pn_ctree tree;
+	struct percpu_counter pc;
+	atomic_long_t shared;
+	enum pn_tree_bench_op op;
+	u64 *ops;			/* [worker] */
+	long sink;
+};
+
+static int pn_tree_bench_worker(struct pn_run *run, unsigned int idx, void *arg)
+{
+	struct pn_tree_bench *b = arg;
+	long sink = 0;
+	u64 n = 0;
+	int i;
+
+	while (!pn_should_stop(run)) {
+		for (i = 0; i < 64; i++) {
+			switch (b->op) {
+			case PN_TB_TREE_ADD:
+				pn_ctree_add(&b->tree, 1);
+				break;
+			case PN_TB_PC_ADD:
+				percpu_counter_add(&b->pc, 1);
+				break;
+			case PN_TB_ATOMIC_ADD:
+				atomic_long_add(1, &b->shared);
+				break;
+			case PN_TB_TREE_APPROX:
+				sink += pn_ctree_approx_sum(&b->tree);
+				break;
+			case PN_TB_PC_READ:
+				sink += percpu_counter_read(&b->pc);
+				break;
+			case PN_TB_PC_SUM:
+				sink += percpu_counter_sum(&b->pc);
+				break;
+			case PN_TB_TREE_PRECISE:
+				sink += pn_ctree_precise_sum(&b->tree);
+				break;
+			default:
+				return -EINVAL;
+			}
+		}
+		n += 64;
+		cond_resched();
+	}
+	b->ops[idx] = n;
+	WRITE_ONCE(b->sink, sink);
+	return 0;
+}
+
+static int pn_tree_bench_phase(struct pn_run *run, struct pn_tree_bench *b,
+			       enum pn_tree_bench_op op, unsigned int ms,
+			       u64 *ops, u64 *ns)
+{
+	unsigned int i;
+	int ret;
+
+	b->op = op;
+	memset(b->ops, 0, run->p.threads * sizeof(*b->ops));
+	ret = pn_run_threads(run, run->p.threads, run->p.pin, ms,
+			     pn_tree_bench_worker, b);
+	if (ret == -EINTR && !pn_aborted(run)) {
+		/*
+		 * A worker was stopped before it ever ran (kthread_stop()
+		 * says -EINTR then): seen under an overloaded emulator.
+		 * Measure the phase again, once, and say so.
+		 */
+		pn_printf(run, "# phase %d: a worker never started, retried\n", op);
+		memset(b->ops, 0, run->p.threads * sizeof(*b->ops));
+		ret = pn_run_threads(run, run->p.threads, run->p.pin, ms,
+				     pn_tree_bench_worker, b);
+	}
+	if (ret)
+		pn_printf(run, "# phase %d: ret=%d\n", op, ret);
+	*ns = run->phase_ns;
+	*ops = 0;
+	for (i = 0; i < run->p.threads; i++)
+		*ops += b->ops[i];
+	return ret;
+}
+
+/* Accuracy and memory of a tree of 2^order slots, nr CPUs, for the bench. */
+static void pn_tree_bench_shape(struct pn_run *run, const char *what,
+				unsigned int nr, unsigned long batch,
+				unsigned long pc_batch)
+{
+	struct pn_ctree_topo t;
+	unsigned long under, over;
+
+	pn_ctree_topo_compute(order_base_2(nr), &t);
+	pn_ctree_accuracy(&t, ilog2(batch), nr, &under, &over);
+	pn_printf(run, "# %s: %u CPUs, levels=%u items=%u: tree batch=%lu under=%lu over=%lu max|err|=%lu; percpu_counter batch=%lu worst |read err| batch*CPUs=%lu\n",
+		  what, nr, t.nr_levels, t.nr_items, batch, under, over,
+		  max(under, over), pc_batch, pc_batch * nr);
+	pn_printf(run, "# %s: bytes/counter tree=%zu (level0 %zu + items %zu) percpu_counter=%zu (per-CPU s32 %zu + struct %zu)\n",
+		  what, nr * sizeof(unsigned long) +
+		  t.nr_items * sizeof(struct pn_ctree_item),
+		  nr * sizeof(unsigned long),
+		  t.nr_items * sizeof(struct pn_ctree_item),
+		  nr * sizeof(s32) + sizeof(struct percpu_counter),
+		  nr * sizeof(s32), sizeof(struct percpu_counter));
+}
+
+static int pn_tree_bench(struct pn_run *run)
+{
+	static const struct {
+		enum pn_tree_bench_op ours, base;
+		const char *name, *base_name;
+	} rows[] = {
+		{ PN_TB_TREE_ADD, PN_TB_PC_ADD, "tree_add", "percpu_counter_add" },
+		{ PN_TB_TREE_ADD, PN_TB_ATOMIC_ADD, "tree_add", "atomic_long_add (shared)" },
+		{ PN_TB_TREE_APPROX, PN_TB_PC_READ, "tree_approx_sum", "percpu_counter_read" },
+		{ PN_TB_TREE_APPROX, PN_TB_PC_SUM, "tree_approx_sum", "percpu_counter_sum" },
+		{ PN_TB_TREE_PRECISE, PN_TB_PC_SUM, "tree_precise_sum", "percpu_counter_sum" },
+	};
+	u64 ops[PN_TB_NR], ns[PN_TB_NR];
+	bool done[PN_TB_NR] = {};
+	struct pn_ctree_item *items;
+	struct pn_tree_bench *b;
+	unsigned long batch = run->p.batch ? : PN_TREE_DEF_BATCH;
+	unsigned int i, ms = max(run->p.duration_ms / PN_TB_NR, 100U);
+	int ret = -ENOMEM;
+
+	if (batch < 2 || !is_power_of_2(batch)) {
+		pn_printf(run, "# batch must be a power of two above 1\n");
+		return -EINVAL;
+	}
+	b = kzalloc(sizeof(*b), GFP_KERNEL);
+	items = pn_tree_alloc_items(1);
+	if (!b || !items)
+		goto out_free;
+	b->ops = kcalloc(run->p.threads, sizeof(*b->ops), GFP_KERNEL);
+	if (!b->ops)
+		goto out_free;
+	ret = pn_ctree_init(&b->tree, items, batch, GFP_KERNEL);
+	if (ret)
+		goto out_free;
+	ret = percpu_counter_init(&b->pc, 0, GFP_KERNEL);
+	if (ret)
+		goto out_tree;
+
+	for (i = 0; i < ARRAY_SIZE(rows) && !ret; i++) {
+		enum pn_tree_bench_op ops2[2] = { rows[i].ours, rows[i].base };
+		unsigned int k;
+
+		for (k = 0; k < 2 && !ret; k++) {
+			if (done[ops2[k]])
+				continue;
+			ret = pn_tree_bench_phase(run, b, ops2[k], ms,
+						  &ops[ops2[k]], &ns[ops2[k]]);
+			done[ops2[k]] = true;
+		}
+		if (!ret)
+			pn_bench_row(run, rows[i].name, ops[rows[i].ours],
+				     ns[rows[i].ours], rows[i].base_name,
+				     ops[rows[i].base], ns[rows[i].base]);
+	}
+	if (!ret) {
+		pn_tree_bench_shape(run, "this VM", num_possible_cpus(), batch,
+				    percpu_counter_batch);
+		pn_tree_bench_shape(run, "64 possible", 64, batch,
+				    max(32UL, 2UL * 64));
+		/* Every add of a phase is accounted: the sums must say so. */
+		pn_printf(run, "# exact after adds: tree precise=%ld adds=%llu, percpu_counter sum=%lld adds=%llu\n",
+			  pn_ctree_precise_sum(&b->tree), ops[PN_TB_TREE_ADD],
+			  percpu_counter_sum(&b->pc), ops[PN_TB_PC_ADD]);
+		if (pn_ctree_precise_sum(&b->tree) != (long)ops[PN_TB_TREE_ADD])
+			ret = -EIO;
+	}
+	percpu_counter_destroy(&b->pc);
+out_tree:
+	pn_ctree_destroy(&b->tree);
+out_free:
+	if (b)
+		kfree(b->ops);
+	kfree(items);
+	kfree(b);
+	return ret;
+}
+
+const struct pn_test pn_tree_test = {
+	.name = "tree",
+	.desc = "hierarchical per-CPU counter tree: exact precise sum, approx within bound",
+	.def_duration_ms = 2000,
+	.stress = pn_tree_stress,
+	.bench = pn_tree_bench,
+};

@@ -1,0 +1,247 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * pcpu_next hierarchical per-CPU counter tree: fast per-CPU adds, an O(1)
+ * approximate sum with a guaranteed accuracy range, and an O(nr_cpus)
+ * precise sum.  See counter_tree.c for the design.
+ *
+ * Accuracy convention, at quiescence (no add in flight):
+ *
+ *	precise - under <= approx <= precise + over
+ */
+#ifndef _PCPU_NEXT_COUNTER_TREE_H
+#define _PCPU_NEXT_COUNTER_TREE_H
+
+#include <linux/atomic.h>
+#include <linux/bits.h>
+#include <linux/cache.h>
+#include <linux/compiler.h>
+#include <linux/gfp_types.h>
+#include <linux/percpu.h>
+#include <linux/types.h>
+
+#define PN_CTREE_MAX_LEVELS	5	/* carry levels, root excluded */
+#define PN_CTREE_MAX_ORDER	20	/* up to 2^20 CPU ids */
+
+/**
+ * struct pn_ctree_item - one carry counter of levels 1..root
+ * @count: carries received from the level below, modulo 2^BITS_PER_LONG
+ *
+ * One cache line each, so that the CPUs feeding different items do not
+ * false-share.  The caller provides pn_ctree_items_size() bytes of them
+ * per tree.
+ */
+struct pn_ctree_item {
+	atomic_long_t count;
+} ____cacheline_aligned_in_smp;
+
+/**
+ * struct pn_ctree - a hierarchical per-CPU counter tree
+ * @level0: this tree's per-CPU counter (level 0); holds every add exactly
+ * @batch_order: log2 of the batch size, 0 on a single-CPU topology
+ * @root: the item whose value is the approximate sum (NULL on one CPU)
+ * @bias: added to both sums; moved by pn_ctree_set()
+ * @level0_base: sum of the starting values of the level-0 counters,
+ *	subtracted from their sum to get the precise sum
+ * @items: the tree's items, levels 1..root, pn_ctree_items_size() bytes
+ * @batch: level-0 increments that make one carry to level 1
+ * @under: approx >= precise - @under at quiescence
+ * @over: approx <= precise + @over at quiescence
+ */
+struct pn_ctree {
+	/* Fast path. */
+	unsigned long __percpu *level0;
+	unsigned int batch_order;
+	atomic_long_t *root;
+	long bias;
+	/* Slow path. */
+	unsigned long level0_base;
+	struct pn_ctree_item *items;
+	unsigned long batch;
+	unsigned long under;
+	unsigned long over;
+};
+
+/**
+ * struct pn_ctree_topo - the shape of every tree on this machine
+ * @order: log2 of the number of level-0 slots (2^@order >= nr_cpu_ids)
+ * @nr_levels: carry levels below the root; 0 on a single-CPU kernel
+ * @nr_items: items per tree in levels 1..root (the root included)
+ * @arity_order: log2 of the fan-in of each level into the next one
+ *
+ * Level l (1 <= l <= @nr_levels) has 2^(@order - sum of @arity_order[0..l-1])
+ * items; level @nr_levels is the root, a single item.
+ */
+struct pn_ctree_topo {
+	unsigned int order;
+	unsigned int nr_levels;
+	unsigned int nr_items;
+	u8 arity_order[PN_CTREE_MAX_LEVELS];
+};
+
+size_t pn_ctree_items_size(void);
+int pn_ctree_init_many(struct pn_ctree *counters, struct pn_ctree_item *items,
+		       unsigned int nr, unsigned long batch, gfp_t gfp);
+int pn_ctree_init(struct pn_ctree *counter, struct pn_ctree_item *items,
+		  unsigned long batch, gfp_t gfp);
+void pn_ctree_destroy_many(struct pn_ctree *counters, unsigned int nr);
+void pn_ctree_destroy(struct pn_ctree *counter);
+void pn_ctree_add(struct pn_ctree *counter, long inc);
+long pn_ctree_precise_sum(struct pn_ctree *counter);
+int pn_ctree_approx_compare(struct pn_ctree *a, struct pn_ctree *b);
+int pn_ctree_approx_compare_value(struct pn_ctree *counter, long v);
+int pn_ctree_precise_compare(struct pn_ctree *a, struct pn_ctree *b);
+int pn_ctree_precise_compare_value(struct pn_ctree *counter, long v);
+void pn_ctree_set(struct pn_ctree *counter, long v);
+
+/**
+ * pn_ctree_approx_sum() - the approximate sum, in O(1)
+ * @counter: the counter
+ *
+ * Context: Any context.
+ * Return: a value within the counter's accuracy range of the precise sum
+ * (at quiescence; adds in flight may be missing).
+ */
+static inline long pn_ctree_approx_sum(struct pn_ctree *counter)
+{
+	unsigned long v;
+
+	if (counter->root)
+		v = atomic_long_read(counter->root);
+	else	/* one CPU: level 0 is exact and the only counter */
+		v = READ_ONCE(*per_cpu_ptr(counter->level0, 0)) -
+		    counter->level0_base;
+	return (long)(v + (unsigned long)READ_ONCE(counter->bias));
+}
+
+/**
+ * pn_ctree_accuracy_range() - add the counter's accuracy range to a total
+ * @counter: the counter
+ * @under: incremented by how far the approximation may lie below the
+ *	   precise sum
+ * @over: incremented by how far it may lie above
+ *
+ * Adds rather than sets, so that the range of a sum of counters can be
+ * accumulated: callers start from zero.  The range depends only on the
+ * topology and the batch size and never changes for a counter.
+ *
+ * Context: Any context.
+ */
+static inline void pn_ctree_accuracy_range(struct pn_ctree *counter,
+					   unsigned long *under,
+					   unsigned long *over)
+{
+	*under += counter->under;
+	*over += counter->over;
+}
+
+/**
+ * pn_ctree_min_max_range() - precise sums compatible with an approximation
+ * @approx: an approximate sum
+ * @under: its accuracy below the precise sum
+ * @over: its accuracy above the precise sum
+ * @precise_min: the smallest precise sum that could give @approx
+ * @precise_max: the largest one
+ *
+ * From precise - under <= approx <= precise + over follows
+ * approx - over <= precise <= approx + under.
+ *
+ * Context: Any context.
+ */
+static inline void pn_ctree_min_max_range(long approx, unsigned long under,
+					  unsigned long over, long *precise_min,
+					  long *precise_max)
+{
+	*precise_min = (long)((unsigned long)approx - over);
+	*precise_max = (long)((unsigned long)approx + under);
+}
+
+/**
+ * pn_ctree_approx_min_max() - approximate sum and the precise range around it
+ * @counter: the counter
+ * @approx: the approximate sum (output)
+ * @precise_min: the smallest possible precise sum (output)
+ * @precise_max: the largest possible precise sum (output)
+ *
+ * Context: Any context.
+ */
+static inline void pn_ctree_approx_min_max(struct pn_ctree *counter,
+					   long *approx, long *precise_min,
+					   long *precise_max)
+{
+	long v = pn_ctree_approx_sum(counter);
+
+	pn_ctree_min_max_range(v, counter->under, counter->over,
+			       precise_min, precise_max);
+	*approx = v;
+}
+
+/**
+ * pn_ctree_approx_sum_positive() - the approximate sum, clamped at zero
+ * @counter: the counter
+ *
+ * Context: Any context.
+ * Return: max(approximate sum, 0).
+ */
+static inline long pn_ctree_approx_sum_positive(struct pn_ctree *counter)
+{
+	long v = pn_ctree_approx_sum(counter);
+
+	return v > 0 ? v : 0;
+}
+
+/**
+ * pn_ctree_precise_sum_positive() - the precise sum, clamped at zero
+ * @counter: the counter
+ *
+ * A precise sum taken while adds run on other CPUs is not a snapshot and
+ * can be transiently negative for a counter that never is; this clamps it.
+ *
+ * Context: Any context.
+ * Return: max(precise sum, 0).
+ */
+static inline long pn_ctree_precise_sum_positive(struct pn_ctree *counter)
+{
+	long v = pn_ctree_precise_sum(counter);
+
+	return v > 0 ? v : 0;
+}
+
+/*
+ * Not exported: module initialisation, and the pure arithmetic that the
+ * KUnit suite checks exhaustively.
+ */
+int pn_ctree_subsys_init(void);
+const struct pn_ctree_topo *pn_ctree_topology(void);
+void pn_ctree_topo_compute(unsigned int order, struct pn_ctree_topo *t);
+void pn_ctree_accuracy(const struct pn_ctree_topo *t, unsigned int batch_order,
+		       unsigned int nr_level0, unsigned long *under,
+		       unsigned long *over);
+
+/**
+ * pn_ctree_carry() - carry out of a counter after one add, at a given width
+ * @orig: the counter before the add
+ * @res: the counter after the add (orig + inc, modulo 2^@width)
+ * @order: log2 of the batch of the level the counter carries into
+ * @width: the counter's width in bits, 1..BITS_PER_LONG
+ *
+ * The counter stands for the value floor(v / 2^@order) * 2^@order in the
+ * next level; the carry is the change of that value:
+ * (res & ~(2^@order - 1)) - (orig & ~(2^@order - 1)), modulo 2^@width.
+ * The real counters are BITS_PER_LONG wide; smaller widths exist so that
+ * the arithmetic can be checked exhaustively.
+ *
+ * Context: Any context.
+ * Return: the carry, a multiple of 2^@order, modulo 2^@width.
+ */
+static __always_inline unsigned long pn_ctree_carry(unsigned long orig,
+						    unsigned long res,
+						    unsigned int order,
+						    unsigned int width)
+{
+	unsigned long high = ~((1UL << order) - 1);
+	unsigned long wmask = width >= BITS_PER_LONG ? ~0UL : BIT(width) - 1;
+
+	return ((res & high) - (orig & high)) & wmask;
+}
+
+#endif /* _PCPU_NEXT_COUNTER_TREE_H */

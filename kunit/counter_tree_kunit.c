@@ -1,0 +1,565 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * KUnit suite for the hierarchical per-CPU counter tree: topology shapes
+ * and accuracy figures, the carry arithmetic (exhaustively at 8 bits,
+ * against integer floor division), and the counters themselves: after
+ * every step the precise sum equals a reference, the approximation lies
+ * inside the accuracy range, and the compare functions answer exactly at
+ * the edges of that range; then the same under pinned concurrent adders.
+ */
+
+#include <kunit/test.h>
+#include <linux/cpumask.h>
+#include <linux/limits.h>
+#include <linux/log2.h>
+#include <linux/slab.h>
+
+#include <pcpu_next/counter_tree.h>
+#include <pcpu_next/internal.h>
+
+/* ---- fixtures ---- */
+
+struct pn_ct_many {
+	struct pn_ctree *c;
+	unsigned int nr;
+};
+
+static void pn_ct_release(void *data)
+{
+	struct pn_ct_many *m = data;
+
+	pn_ctree_destroy_many(m->c, m->nr);
+}
+
+/* Items must be cache-line aligned: power-of-two kmalloc sizes are. */
+static void *pn_ct_items(struct kunit *test, unsigned int nr)
+{
+	size_t sz = roundup_pow_of_two(max_t(size_t, nr * pn_ctree_items_size(),
+					     SMP_CACHE_BYTES));
+	void *p = kunit_kzalloc(test, sz, GFP_KERNEL);
+
+	KUNIT_ASSERT_NOT_NULL(test, p);
+	return p;
+}
+
+static struct pn_ctree *pn_ct_new(struct kunit *test, unsigned int nr,
+				  unsigned long batch)
+{
+	struct pn_ct_many *m = kunit_kzalloc(test, sizeof(*m), GFP_KERNEL);
+
+	KUNIT_ASSERT_NOT_NULL(test, m);
+	m->c = kunit_kcalloc(test, nr, sizeof(*m->c), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, m->c);
+	KUNIT_ASSERT_EQ(test, pn_ctree_init_many(m->c, pn_ct_items(test, nr), nr,
+						 batch, GFP_KERNEL), 0);
+	m->nr = nr;
+	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, pn_ct_release, m), 0);
+	return m->c;
+}
+
+static int pn_ct_sign(long v)
+{
+	return v > 0 ? 1 : v < 0 ? -1 : 0;
+}
+
+/* Every read-side promise, for a counter whose precise sum must be @ref. */
+static void pn_ct_check(struct kunit *test, struct pn_ctree *c, long ref)
+{
+	unsigned long under = 0, over = 0;
+	long a, lo, hi;
+
+	pn_ctree_accuracy_range(c, &under, &over);
+	KUNIT_ASSERT_EQ(test, pn_ctree_precise_sum(c), ref);
+	a = pn_ctree_approx_sum(c);
+	KUNIT_ASSERT_LE_MSG(test, ref - (long)under, a, "approx below range");
+	KUNIT_ASSERT_LE_MSG(test, a, ref + (long)over, "approx above range");
+	pn_ctree_approx_min_max(c, &a, &lo, &hi);
+	KUNIT_ASSERT_LE(test, lo, ref);
+	KUNIT_ASSERT_GE(test, hi, ref);
+	KUNIT_ASSERT_EQ(test, pn_ctree_approx_compare_value(c, ref), 0);
+	KUNIT_ASSERT_EQ(test, pn_ctree_precise_compare_value(c, ref), 0);
+	KUNIT_ASSERT_EQ(test, pn_ctree_precise_compare_value(c, ref + 1), 1);
+	KUNIT_ASSERT_EQ(test, pn_ctree_precise_compare_value(c, ref - 1), -1);
+	KUNIT_ASSERT_EQ(test, pn_ctree_precise_sum_positive(c), ref > 0 ? ref : 0);
+	KUNIT_ASSERT_GE(test, pn_ctree_approx_sum_positive(c), 0L);
+	KUNIT_ASSERT_EQ(test, pn_ctree_approx_sum_positive(c),
+			pn_ctree_approx_sum(c) > 0 ? pn_ctree_approx_sum(c) : 0);
+}
+
+static long pn_ct_rand_inc(u64 *rnd)
+{
+	u32 r = pn_rand_state(rnd);
+	long inc;
+
+	switch (r & 3) {
+	case 0:
+		inc = 1;
+		break;
+	case 1:
+		inc = (r >> 8) % 64 + 1;
+		break;
+	case 2:
+		inc = (r >> 8) % 1024 + 1;
+		break;
+	default:
+		inc = (r >> 8) % 10000 + 1;
+		break;
+	}
+	return (r & 4) ? -inc : inc;
+}
+
+/* ---- topology and accuracy ---- */
+
+static void pn_ct_topology_shapes(struct kunit *test)
+{
+	const struct pn_ctree_topo *live = pn_ctree_topology();
+	struct pn_ctree_topo t;
+	unsigned int order, l;
+
+	for (order = 0; order <= PN_CTREE_MAX_ORDER; order++) {
+		unsigned int sum = 0, items = 0;
+
+		pn_ctree_topo_compute(order, &t);
+		KUNIT_EXPECT_EQ(test, t.order, order);
+		KUNIT_EXPECT_LE(test, t.nr_levels, (unsigned int)PN_CTREE_MAX_LEVELS);
+		KUNIT_EXPECT_EQ(test, !t.nr_levels, !order);
+		for (l = 0; l < t.nr_levels; l++) {
+			KUNIT_EXPECT_GE(test, t.arity_order[l], 1);
+			KUNIT_EXPECT_LE(test, t.arity_order[l], 4);
+			sum += t.arity_order[l];
+			items += 1U << (order - sum);
+		}
+		KUNIT_EXPECT_EQ_MSG(test, sum, order, "order %u", order);
+		KUNIT_EXPECT_EQ_MSG(test, t.nr_items, items, "order %u", order);
+	}
+	/* The live shape follows nr_cpu_ids, and items are whole lines. */
+	KUNIT_EXPECT_EQ(test, live->order, (unsigned int)order_base_2(nr_cpu_ids));
+	KUNIT_EXPECT_EQ(test, pn_ctree_items_size(),
+			live->nr_items * sizeof(struct pn_ctree_item));
+	KUNIT_EXPECT_EQ(test, sizeof(struct pn_ctree_item) % SMP_CACHE_BYTES, 0UL);
+}
+
+/*
+ * Figures worked out by hand from the derivation in counter_tree.c (and
+ * quoted in Documentation/counter_tree.rst), batch 32.
+ */
+static const struct {
+	unsigned int cpus, levels, items;
+	unsigned long under, over;
+} pn_ct_table[] = {
+	{ 1, 0, 0, 0, 0 },
+	{ 2, 1, 1, 30, 32 },
+	{ 4, 2, 3, 124, 64 },
+	{ 8, 2, 3, 248, 192 },
+	{ 64, 2, 9, 1984, 1792 },
+	{ 512, 3, 73, 22016, 22528 },
+};
+
+static void pn_ct_accuracy_table(struct kunit *test)
+{
+	unsigned int i, order, b;
+	struct pn_ctree_topo t;
+	unsigned long u, o;
+
+	for (i = 0; i < ARRAY_SIZE(pn_ct_table); i++) {
+		pn_ctree_topo_compute(order_base_2(pn_ct_table[i].cpus), &t);
+		pn_ctree_accuracy(&t, 5, pn_ct_table[i].cpus, &u, &o);
+		KUNIT_EXPECT_EQ(test, t.nr_levels, pn_ct_table[i].levels);
+		KUNIT_EXPECT_EQ(test, t.nr_items, pn_ct_table[i].items);
+		KUNIT_EXPECT_EQ_MSG(test, u, pn_ct_table[i].under, "%u CPUs", pn_ct_table[i].cpus);
+		KUNIT_EXPECT_EQ_MSG(test, o, pn_ct_table[i].over, "%u CPUs", pn_ct_table[i].cpus);
+	}
+	/* Balanced: the two sides never differ by more than one level step. */
+	for (order = 1; order <= PN_CTREE_MAX_ORDER; order++) {
+		pn_ctree_topo_compute(order, &t);
+		for (b = 1; b <= 9; b++) {
+			unsigned long step = (1UL << order) << b;
+
+			pn_ctree_accuracy(&t, b, 1U << order, &u, &o);
+			KUNIT_EXPECT_LE(test, max(u, o) - min(u, o), step);
+			KUNIT_EXPECT_GT(test, u + o, 0UL);
+		}
+	}
+}
+
+/* ---- carry arithmetic ---- */
+
+static int pn_ct_floor_div(int a, int b)
+{
+	int q = a / b;
+
+	if ((a % b) && a < 0)
+		q--;
+	return q;
+}
+
+/* The w-bit value @v read as a signed w-bit number. */
+static int pn_ct_sext(unsigned long v, unsigned int w)
+{
+	v &= BIT(w) - 1;
+	return v & BIT(w - 1) ? (int)v - (1 << w) : (int)v;
+}
+
+/*
+ * Every (orig, inc) pair of an 8-bit counter, every batch 2..128: the carry
+ * is B * (floor((o + inc) / B) - floor(o / B)) computed on plain integers
+ * (o read as signed), modulo 2^8; it is a multiple of B; and a multiple of
+ * B passes through unchanged (why propagation may skip such an item).
+ */
+static void pn_ct_carry_exhaustive_8bit(struct kunit *test)
+{
+	const unsigned int w = 8;
+	unsigned int order, orig, bad = 0, checked = 0;
+	int inc;
+
+	for (order = 1; order < w; order++) {
+		int batch = 1 << order;
+
+		for (orig = 0; orig < BIT(w); orig++) {
+			for (inc = -(1 << (w - 1)); inc < (1 << (w - 1)); inc++) {
+				unsigned long res = (orig + inc) & (BIT(w) - 1);
+				unsigned long c = pn_ctree_carry(orig, res, order, w);
+				int o = pn_ct_sext(orig, w);
+				int ref = batch * (pn_ct_floor_div(o + inc, batch) -
+						   pn_ct_floor_div(o, batch));
+				bool ok = pn_ct_sext(c, w) == pn_ct_sext(ref, w) &&
+					  !(c & (batch - 1)) &&
+					  ((inc & (batch - 1)) ||
+					   pn_ct_sext(c, w) == pn_ct_sext(inc, w));
+
+				checked++;
+				if (!ok && !bad++)
+					KUNIT_FAIL(test, "order %u orig %u inc %d: carry %lu, floor division says %d",
+						   order, orig, inc, c, ref);
+			}
+		}
+	}
+	KUNIT_EXPECT_EQ(test, bad, 0U);
+	KUNIT_EXPECT_EQ(test, checked, 7U * 256 * 256);
+}
+
+static void pn_ct_carry_full_width(struct kunit *test)
+{
+	const unsigned int w = BITS_PER_LONG;
+
+	/* Crossing zero upwards and downwards, and across LONG_MAX. */
+	KUNIT_EXPECT_EQ(test, pn_ctree_carry(ULONG_MAX, 0, 5, w), 32UL);
+	KUNIT_EXPECT_EQ(test, pn_ctree_carry(0, ULONG_MAX, 5, w), -32UL);
+	KUNIT_EXPECT_EQ(test, pn_ctree_carry(LONG_MAX, (unsigned long)LONG_MIN, 5, w), 32UL);
+	KUNIT_EXPECT_EQ(test, pn_ctree_carry(31, 32, 5, w), 32UL);
+	KUNIT_EXPECT_EQ(test, pn_ctree_carry(32, 63, 5, w), 0UL);
+	KUNIT_EXPECT_EQ(test, pn_ctree_carry(32, 31, 5, w), -32UL);
+	KUNIT_EXPECT_EQ(test, pn_ctree_carry(5, 5 + 10000, 5, w), 9984UL);
+	KUNIT_EXPECT_EQ(test, pn_ctree_carry(5, 5 - 10000, 5, w), -10016UL);
+}
+
+/* ---- counters ---- */
+
+static void pn_ct_init_rejects(struct kunit *test)
+{
+	static const unsigned long bad[] = { 0, 1, 3, 6, 48, 1UL << 62 };
+	struct pn_ctree c;
+	void *items = pn_ct_items(test, 1);
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(bad); i++)
+		KUNIT_EXPECT_EQ_MSG(test, pn_ctree_init(&c, items, bad[i], GFP_KERNEL),
+				    -EINVAL, "batch %lu", bad[i]);
+	KUNIT_EXPECT_EQ(test, pn_ctree_init_many(&c, items, 0, 32, GFP_KERNEL), -EINVAL);
+	if (pn_ctree_topology()->nr_levels) {
+		KUNIT_EXPECT_EQ(test, pn_ctree_init(&c, NULL, 32, GFP_KERNEL), -EINVAL);
+		KUNIT_EXPECT_EQ(test, pn_ctree_init(&c, items + 8, 32, GFP_KERNEL), -EINVAL);
+	} else {
+		/* One CPU: no items needed, the tree degenerates to level 0. */
+		KUNIT_ASSERT_EQ(test, pn_ctree_init(&c, NULL, 32, GFP_KERNEL), 0);
+		pn_ctree_add(&c, -77);
+		pn_ct_check(test, &c, -77);
+		KUNIT_EXPECT_EQ(test, pn_ctree_approx_sum(&c), -77L);
+		pn_ctree_destroy(&c);
+	}
+}
+
+static void pn_ct_degenerate_shape(struct kunit *test)
+{
+	struct pn_ctree_topo t;
+	unsigned long u = 1, o = 1;
+
+	pn_ctree_topo_compute(0, &t);
+	KUNIT_EXPECT_EQ(test, t.nr_levels, 0U);
+	KUNIT_EXPECT_EQ(test, t.nr_items, 0U);
+	pn_ctree_accuracy(&t, 5, 1, &u, &o);
+	KUNIT_EXPECT_EQ(test, u, 0UL);
+	KUNIT_EXPECT_EQ(test, o, 0UL);
+}
+
+/* A random walk at every batch 2^1..2^9, checked after each step. */
+static void pn_ct_random_walk(struct kunit *test)
+{
+	u64 rnd = 0x5eed;
+	unsigned int b, step;
+
+	for (b = 1; b <= 9; b++) {
+		struct pn_ctree *c = pn_ct_new(test, 1, 1UL << b);
+		long ref = 0;
+
+		pn_ct_check(test, c, 0);
+		for (step = 0; step < 200; step++) {
+			long inc = pn_ct_rand_inc(&rnd);
+
+			pn_ctree_add(c, inc);
+			ref += inc;
+			pn_ct_check(test, c, ref);
+		}
+	}
+}
+
+/* Nothing reaches the root before the level-0 threshold is crossed. */
+static void pn_ct_no_early_carry(struct kunit *test)
+{
+	struct pn_ctree *c = pn_ct_new(test, 1, 64);
+	long a0 = pn_ctree_approx_sum(c), a_up, a_down, a_cross;
+	unsigned int i, moved = 0;
+
+	if (!pn_ctree_topology()->nr_levels)
+		kunit_skip(test, "one CPU: no tree");
+	/* One CPU's counter, so no migration (and no sleeping) here. */
+	preempt_disable();
+	/* It starts mid-window: 31 ups stay below the threshold 64... */
+	for (i = 0; i < 31; i++) {
+		pn_ctree_add(c, 1);
+		moved += pn_ctree_approx_sum(c) != a0;
+	}
+	a_up = pn_ctree_approx_sum(c);
+	/* ...and so do 32 downs from the start... */
+	pn_ctree_add(c, -31 - 32);
+	a_down = pn_ctree_approx_sum(c);
+	/* ...but one more crosses it and carries the batch. */
+	pn_ctree_add(c, -1);
+	a_cross = pn_ctree_approx_sum(c);
+	preempt_enable();
+
+	KUNIT_EXPECT_EQ(test, moved, 0U);
+	KUNIT_EXPECT_EQ(test, a_up, a0);
+	KUNIT_EXPECT_EQ(test, a_down, a0);
+	pn_ct_check(test, c, -33);
+	/* The carry of -64 reached level 1; the root moved by 0 or -64 * k. */
+	KUNIT_EXPECT_EQ(test, (a_cross - a0) % 64, 0L);
+	KUNIT_EXPECT_LE(test, a_cross, a0);
+}
+
+static void pn_ct_set_values(struct kunit *test)
+{
+	static const long vals[] = {
+		0, 1, -1, 12345, -12345, LONG_MAX / 4, LONG_MIN / 4, 7,
+	};
+	struct pn_ctree *c = pn_ct_new(test, 1, 16);
+	unsigned int i;
+
+	pn_ctree_add(c, 1000);
+	for (i = 0; i < ARRAY_SIZE(vals); i++) {
+		pn_ctree_set(c, vals[i]);
+		pn_ct_check(test, c, vals[i]);
+		pn_ctree_add(c, -(16 * 3 + 1));
+		pn_ct_check(test, c, vals[i] - 49);
+		pn_ctree_add(c, 10000);
+		pn_ct_check(test, c, vals[i] - 49 + 10000);
+	}
+}
+
+static void pn_ct_init_many_independent(struct kunit *test)
+{
+	const unsigned int nr = 16;
+	struct pn_ctree *c = pn_ct_new(test, nr, 8);
+	unsigned int i;
+
+	for (i = 0; i < nr; i++)
+		pn_ctree_add(&c[i], (long)i * 1000 - 7000);
+	for (i = 0; i < nr; i++)
+		pn_ct_check(test, &c[i], (long)i * 1000 - 7000);
+	pn_ctree_set(&c[3], 42);
+	for (i = 0; i < nr; i++)
+		pn_ct_check(test, &c[i], i == 3 ? 42 : (long)i * 1000 - 7000);
+}
+
+/* Set @a so that its approximation is exactly @target. */
+static void pn_ct_place(struct kunit *test, struct pn_ctree *a, long target)
+{
+	long dev = pn_ctree_precise_sum(a) - pn_ctree_approx_sum(a);
+
+	pn_ctree_set(a, target + dev);
+	KUNIT_ASSERT_EQ(test, pn_ctree_approx_sum(a), target);
+}
+
+/*
+ * Compare results exactly at the accuracy edges and one beyond, in both
+ * directions, with two trees whose (under, over) differ so that mixing
+ * up under and over anywhere changes an answer.
+ */
+static void pn_ct_compare_edges(struct kunit *test)
+{
+	struct pn_ctree *a = pn_ct_new(test, 1, 4);
+	struct pn_ctree *b = pn_ct_new(test, 1, 64);
+	u64 rnd = 77;
+	long ap, apb, e, k;
+	unsigned int i;
+
+	/* Move both trees off their initial state. */
+	for (i = 0; i < 50; i++) {
+		pn_ctree_add(a, pn_ct_rand_inc(&rnd));
+		pn_ctree_add(b, pn_ct_rand_inc(&rnd));
+	}
+
+	/* Counter against value: the sign of v minus the counter. */
+	ap = pn_ctree_approx_sum(a);
+	KUNIT_EXPECT_EQ(test, pn_ctree_approx_compare_value(a, ap + (long)a->under), 0);
+	KUNIT_EXPECT_EQ(test, pn_ctree_approx_compare_value(a, ap + (long)a->under + 1), 1);
+	KUNIT_EXPECT_EQ(test, pn_ctree_approx_compare_value(a, ap - (long)a->over), 0);
+	KUNIT_EXPECT_EQ(test, pn_ctree_approx_compare_value(a, ap - (long)a->over - 1), -1);
+	for (k = -(long)a->over - 2; k <= (long)a->under + 2; k++) {
+		long v = ap + k;
+
+		KUNIT_EXPECT_EQ(test, pn_ctree_precise_compare_value(a, v),
+				pn_ct_sign(v - pn_ctree_precise_sum(a)));
+	}
+
+	/* Counter against counter. */
+	apb = pn_ctree_approx_sum(b);
+	for (k = -(long)(a->under + b->over) - 2; k <= (long)(a->over + b->under) + 2; k++) {
+		int want, got;
+
+		pn_ct_place(test, a, apb + k);
+		got = pn_ctree_approx_compare(a, b);
+		if (k > (long)(a->over + b->under))
+			want = 1;
+		else if (k < -(long)(a->under + b->over))
+			want = -1;
+		else
+			want = 0;
+		KUNIT_ASSERT_EQ_MSG(test, got, want, "approx delta %ld", k);
+		KUNIT_ASSERT_EQ(test, pn_ctree_approx_compare(b, a), -want);
+		/* Whatever it says, the approximation never contradicts the truth. */
+		e = pn_ct_sign(pn_ctree_precise_sum(a) - pn_ctree_precise_sum(b));
+		if (got)
+			KUNIT_ASSERT_EQ(test, (long)got, e);
+		KUNIT_ASSERT_EQ(test, (long)pn_ctree_precise_compare(a, b), e);
+		KUNIT_ASSERT_EQ(test, (long)pn_ctree_precise_compare(b, a), -e);
+	}
+	/* Equal precise sums compare equal. */
+	pn_ctree_set(a, 5);
+	pn_ctree_set(b, 5);
+	KUNIT_EXPECT_EQ(test, pn_ctree_precise_compare(a, b), 0);
+	KUNIT_EXPECT_EQ(test, pn_ctree_precise_compare(b, a), 0);
+}
+
+/* ---- concurrent adders ---- */
+
+#define PN_CT_NR_BATCH	9	/* batches 2^1 .. 2^9 */
+#define PN_CT_ADDERS	4
+#define PN_CT_OPS	1500
+
+struct pn_ct_mt {
+	struct pn_ctree *trees[PN_CT_NR_BATCH];
+	long totals[PN_CT_ADDERS][PN_CT_NR_BATCH];
+	atomic_t adders_left;
+	unsigned long reads;
+};
+
+static int pn_ct_mt_worker(struct pn_run *run, unsigned int idx, void *data)
+{
+	struct pn_ct_mt *m = data;
+	u64 rnd = 1000 + idx;
+	unsigned int i, t;
+
+	if (idx == PN_CT_ADDERS) {	/* reader */
+		while (atomic_read(&m->adders_left) && !pn_should_stop(run)) {
+			for (t = 0; t < PN_CT_NR_BATCH; t++) {
+				long a, lo, hi;
+
+				pn_ctree_approx_min_max(m->trees[t], &a, &lo, &hi);
+				pn_ctree_precise_compare(m->trees[t],
+							 m->trees[(t + 1) % PN_CT_NR_BATCH]);
+				m->reads++;
+			}
+			cond_resched();
+		}
+		return 0;
+	}
+	for (i = 0; i < PN_CT_OPS && !pn_should_stop(run); i++) {
+		long inc = pn_ct_rand_inc(&rnd);
+
+		t = pn_rand_state(&rnd) % PN_CT_NR_BATCH;
+		pn_ctree_add(m->trees[t], inc);
+		m->totals[idx][t] += inc;
+		if (!(i & 63))
+			cond_resched();
+	}
+	atomic_dec(&m->adders_left);
+	return 0;
+}
+
+static void pn_ct_threads_pinned(struct kunit *test)
+{
+	static const enum pn_pin pins[] = {
+		PN_PIN_EACH, PN_PIN_EVEN, PN_PIN_ONE, PN_PIN_RANDOM,
+	};
+	struct pn_run *run;
+	struct pn_ct_mt *m;
+	unsigned int p, t, w;
+
+	run = kunit_kzalloc(test, sizeof(*run), GFP_KERNEL);
+	m = kunit_kzalloc(test, sizeof(*m), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, run);
+	KUNIT_ASSERT_NOT_NULL(test, m);
+	init_waitqueue_head(&run->wq);
+	run->rnd = 3;
+	for (t = 0; t < PN_CT_NR_BATCH; t++)
+		m->trees[t] = pn_ct_new(test, 1, 2UL << t);
+
+	for (p = 0; p < ARRAY_SIZE(pins); p++) {
+		memset(m->totals, 0, sizeof(m->totals));
+		atomic_set(&m->adders_left, PN_CT_ADDERS);
+		for (t = 0; t < PN_CT_NR_BATCH; t++)
+			pn_ctree_set(m->trees[t], (long)p * 100000 - 150000);
+		KUNIT_ASSERT_EQ(test, pn_run_threads(run, PN_CT_ADDERS + 1, pins[p], 0,
+						     pn_ct_mt_worker, m), 0);
+		/* kthread_stop() ordered the workers' stores before ours. */
+		for (t = 0; t < PN_CT_NR_BATCH; t++) {
+			long ref = (long)p * 100000 - 150000;
+
+			for (w = 0; w < PN_CT_ADDERS; w++)
+				ref += m->totals[w][t];
+			pn_ct_check(test, m->trees[t], ref);
+		}
+	}
+	KUNIT_EXPECT_GT(test, m->reads, 0UL);
+}
+
+static int pn_ct_suite_init(struct kunit_suite *suite)
+{
+	/* Module init chose the topology before the suites run. */
+	return pn_ctree_topology()->order == order_base_2(nr_cpu_ids) ? 0 : -ENODEV;
+}
+
+static struct kunit_case pn_ct_cases[] = {
+	KUNIT_CASE(pn_ct_topology_shapes),
+	KUNIT_CASE(pn_ct_accuracy_table),
+	KUNIT_CASE(pn_ct_carry_exhaustive_8bit),
+	KUNIT_CASE(pn_ct_carry_full_width),
+	KUNIT_CASE(pn_ct_init_rejects),
+	KUNIT_CASE(pn_ct_degenerate_shape),
+	KUNIT_CASE(pn_ct_random_walk),
+	KUNIT_CASE(pn_ct_no_early_carry),
+	KUNIT_CASE(pn_ct_set_values),
+	KUNIT_CASE(pn_ct_init_many_independent),
+	KUNIT_CASE(pn_ct_compare_edges),
+	KUNIT_CASE(pn_ct_threads_pinned),
+	{}
+};
+
+static struct kunit_suite pn_ct_suite = {
+	.name = "pcpu_next_counter_tree",
+	.suite_init = pn_ct_suite_init,
+	.test_cases = pn_ct_cases,
+};
+
+kunit_test_suite(pn_ct_suite);
