@@ -557,6 +557,7 @@ lazy_counter.o: /work/wt-lazy/lazy_counter.c \
  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/cpuhotplug.h \
  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/cpuhplock.h \
  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/kthread.h \
+ /work/wt-lazy/include/pcpu_next/counter_tree.h \
  /work/wt-lazy/include/pcpu_next/internal.h \
  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/seq_buf.h \
  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/seq_file.h \

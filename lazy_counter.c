@@ -101,8 +101,15 @@
  * dying CPUs, as percpu_counter does.
  *
  * Targets.  An upgrade target is a struct lazy_target_ops: setup/teardown
- * of a group's storage and add/read/sum/fold of one slot.  The flat target
- * is called directly on the hot path; other targets through the table.
+ * of a group's storage and add/read/sum/fold/slack of one slot, chosen per
+ * array at upgrade time.  The flat target is called directly on the hot
+ * path; other targets through the table.  The tree target
+ * (LAZY_COUNTER_TREE) puts each counter of the array on a hierarchical
+ * counter tree (counter_tree.c): all trees' level-0 counters in one
+ * per-CPU allocation, trees and items in one kmalloc(); its precise sum
+ * visits every possible CPU, so it needs no hotplug callback.  The lazy
+ * protocol above is target-independent: only the add/sum entry points and
+ * setup/teardown differ.
  */
 
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
@@ -121,6 +128,7 @@
 #include <linux/spinlock.h>
 #include <linux/workqueue.h>
 
+#include <pcpu_next/counter_tree.h>
 #include <pcpu_next/internal.h>
 #include <pcpu_next/lazy_counter.h>
 
@@ -136,6 +144,7 @@ struct lazy_group;
  * @read: fast approximate value of one slot (without base)
  * @sum: exact value of one slot (without base)
  * @fold_cpu: move @cpu's delta into the central part (hotplug), or NULL
+ * @slack: largest |read - sum| of one slot at quiescence
  */
 struct lazy_target_ops {
 	const char *name;
@@ -145,6 +154,7 @@ struct lazy_target_ops {
 	s64 (*read)(struct lazy_slot *s);
 	s64 (*sum)(struct lazy_slot *s);
 	void (*fold_cpu)(struct lazy_slot *s, unsigned int cpu);
+	u64 (*slack)(struct lazy_slot *s);
 };
 
 /**
@@ -158,6 +168,8 @@ struct lazy_target_ops {
  * @flat.lock: protects @flat.count and the folding of per-CPU deltas
  * @flat.count: folded deltas
  * @flat.pcpu: this slot's s32 per CPU, inside the group's allocation
+ * @tree: LAZY_COUNTER_TREE: this slot's counter tree, inside the group's
+ *	  tree array (@group->priv)
  */
 struct lazy_slot {
 	const struct lazy_target_ops *ops;
@@ -170,19 +182,22 @@ struct lazy_slot {
 			s64 count;
 			s32 __percpu *pcpu;
 		} flat;
+		struct pn_ctree *tree;
 	};
 };
 
 /**
  * struct lazy_group - the target storage of one upgraded array
  * @node: on lazy_flat_groups (flat target), under lazy_flat_lock
- * @pcpu: the one per-CPU allocation shared by all slots
+ * @pcpu: the one per-CPU allocation shared by all slots (flat target)
+ * @priv: the tree target's trees and items (one allocation)
  * @nr: number of counters (and slots)
  * @slot: one per counter
  */
 struct lazy_group {
 	struct list_head node;
 	void __percpu *pcpu;
+	void *priv;
 	unsigned int nr;
 	struct lazy_slot slot[] __counted_by(nr);
 };
@@ -369,6 +384,12 @@ static void lazy_flat_teardown(struct lazy_group *g)
 	lazy_pcpu_free(g->pcpu);
 }
 
+static u64 lazy_flat_slack(struct lazy_slot *s)
+{
+	/* every CPU that ever ran may hold |delta| < batch */
+	return (u64)lazy_counter_batch() * nr_cpu_ids;
+}
+
 static const struct lazy_target_ops lazy_flat_ops = {
 	.name = "flat",
 	.setup = lazy_flat_setup,
@@ -377,10 +398,93 @@ static const struct lazy_target_ops lazy_flat_ops = {
 	.read = lazy_flat_read,
 	.sum = lazy_flat_sum,
 	.fold_cpu = lazy_flat_fold_cpu,
+	.slack = lazy_flat_slack,
+};
+
+/* ---- tree target: the hierarchical counter tree (counter_tree.c) ---------- */
+
+/*
+ * The trees of a group and their items share one kmalloc(): the array of
+ * struct pn_ctree first, then the items, which must be cache-line
+ * aligned; a power-of-two kmalloc() size is naturally aligned, so the
+ * size is rounded up to one.  The level-0 per-CPU counters of all trees
+ * are one per-CPU allocation made by pn_ctree_init_many().  Level 0 is
+ * summed over every possible CPU, so the tree needs no hotplug callback.
+ */
+static int lazy_tree_setup(struct lazy_group *g, gfp_t gfp)
+{
+	size_t isz = pn_ctree_items_size();
+	size_t hdr = ALIGN(array_size(g->nr, sizeof(struct pn_ctree)),
+			   SMP_CACHE_BYTES);
+	size_t total = size_add(hdr, array_size(g->nr, isz));
+	unsigned long batch;
+	struct pn_ctree *trees;
+	unsigned int i;
+	int ret;
+
+	if (lazy_should_fail())
+		return -ENOMEM;
+	if (total > KMALLOC_MAX_SIZE / 2)
+		return -ENOMEM;
+	trees = kzalloc(roundup_pow_of_two(total), gfp);
+	if (!trees)
+		return -ENOMEM;
+	batch = roundup_pow_of_two(max(lazy_counter_batch(), 2L));
+	ret = pn_ctree_init_many(trees, isz ? (void *)trees + hdr : NULL,
+				 g->nr, batch, gfp);
+	if (ret) {
+		kfree(trees);
+		return ret;
+	}
+	atomic_long_inc(&lazy_stat_pcpu_allocs);
+	g->priv = trees;
+	for (i = 0; i < g->nr; i++)
+		g->slot[i].tree = &trees[i];
+	return 0;
+}
+
+static void lazy_tree_teardown(struct lazy_group *g)
+{
+	pn_ctree_destroy_many(g->priv, g->nr);
+	kfree(g->priv);
+}
+
+static void lazy_tree_add(struct lazy_slot *s, s64 amount)
+{
+	pn_ctree_add(s->tree, amount);
+}
+
+static s64 lazy_tree_read(struct lazy_slot *s)
+{
+	return pn_ctree_approx_sum(s->tree);
+}
+
+static s64 lazy_tree_sum(struct lazy_slot *s)
+{
+	return pn_ctree_precise_sum(s->tree);
+}
+
+static u64 lazy_tree_slack(struct lazy_slot *s)
+{
+	unsigned long under = 0, over = 0;
+
+	pn_ctree_accuracy_range(s->tree, &under, &over);
+	return max(under, over);
+}
+
+static const struct lazy_target_ops lazy_tree_ops = {
+	.name = "tree",
+	.setup = lazy_tree_setup,
+	.teardown = lazy_tree_teardown,
+	.add = lazy_tree_add,
+	.read = lazy_tree_read,
+	.sum = lazy_tree_sum,
+	.slack = lazy_tree_slack,
 };
 
 static const struct lazy_target_ops *const lazy_targets[LAZY_COUNTER_NR_TARGETS] = {
 	[LAZY_COUNTER_FLAT] = &lazy_flat_ops,
+	[LAZY_COUNTER_TREE] = &lazy_tree_ops,
 };
 
 /* CPU-dead callback: runs on a control CPU after @cpu stopped. */
@@ -690,6 +794,26 @@ void lazy_counter_fold_cpu(struct lazy_counter *c, unsigned int cpu)
 }
 
 /**
+ * lazy_counter_read_slack() - how far read() may be from sum() at rest
+ * @c: the counter
+ *
+ * Test hook: 0 in lazy mode; the target's bound once upgraded.
+ *
+ * Context: Any context except NMI.
+ * Return: the largest |lazy_counter_read() - lazy_counter_sum()| at
+ * quiescence.
+ */
+u64 lazy_counter_read_slack(const struct lazy_counter *c)
+{
+	struct lazy_slot *s;
+
+	if (lazy_counter_is_lazy(c))
+		return 0;
+	s = lazy_ready_slot(c);
+	return s->ops->slack(s);
+}
+
+/**
  * lazy_counter_get_stats() - snapshot of the module-wide statistics
  * @st: filled in
  *
@@ -761,6 +885,7 @@ enum lazy_st_upgrade {
  * @c: its counters (an rss_stat-like array)
  * @init: their initial values
  * @mode: who upgrades, and how
+ * @target: what it is upgraded to
  * @upgrade_ns: when (ktime) the upgrade is due
  * @done: an upgrade returned 0 (set by whoever did it)
  * @autoup: automatic-upgrade state (LAZY_ST_AUTO)
@@ -770,6 +895,7 @@ struct lazy_st_proc {
 	struct lazy_counter_auto autoup;
 	s64 init[LAZY_ST_NR];
 	enum lazy_st_upgrade mode;
+	enum lazy_counter_target target;
 	u64 upgrade_ns;
 	bool done;
 };
@@ -810,7 +936,7 @@ static void lazy_st_try_upgrade(struct lazy_st *st, struct lazy_st_proc *p,
 
 	if (inject)
 		lazy_counter_inject_failure(1 + (pn_rand_state(&st->seed) & 1));
-	ret = lazy_counter_upgrade_many(p->c, LAZY_ST_NR, LAZY_COUNTER_FLAT,
+	ret = lazy_counter_upgrade_many(p->c, LAZY_ST_NR, p->target,
 					GFP_KERNEL);
 	if (inject)
 		lazy_counter_inject_failure(0);
@@ -884,7 +1010,6 @@ static int lazy_st_worker(struct pn_run *run, unsigned int idx, void *arg)
 static int lazy_st_check(struct pn_run *run, struct lazy_st *st,
 			 unsigned int nthreads)
 {
-	s64 slack = lazy_counter_batch() * (s64)nr_cpu_ids;
 	unsigned int pi, i, t;
 
 	for (pi = 0; pi < st->nproc; pi++) {
@@ -904,12 +1029,11 @@ static int lazy_st_check(struct pn_run *run, struct lazy_st *st,
 			sum = lazy_counter_sum(c);
 			rd = lazy_counter_read(c);
 			if (sum != expect || lazy_counter_sum_local(c) != expect) {
-				pn_fail(run, "proc%u.ctr%u:sum=%lld,expect=%lld,mode=%d",
-					pi, i, sum, expect, p->mode);
+				pn_fail(run, "proc%u.ctr%u:sum=%lld,expect=%lld,mode=%d,target=%d",
+					pi, i, sum, expect, p->mode, p->target);
 				return -EIO;
 			}
-			if (lazy_counter_is_lazy(c) ? rd != sum :
-			    abs(rd - sum) > slack) {
+			if (abs(rd - sum) > lazy_counter_read_slack(c)) {
 				pn_fail(run, "proc%u.ctr%u:read=%lld,sum=%lld",
 					pi, i, rd, sum);
 				return -EIO;
@@ -960,8 +1084,9 @@ static int lazy_stress(struct pn_run *run)
 			for (i = 1; i < LAZY_ST_NR; i++)
 				p->init[i] = p->init[0];
 			lazy_counter_init_many(p->c, p->init[0], LAZY_ST_NR);
+			p->target = pn_rand(run) % LAZY_COUNTER_NR_TARGETS;
 			lazy_counter_auto_init(&p->autoup, p->c, LAZY_ST_NR,
-					       LAZY_COUNTER_FLAT, 2000);
+					       p->target, 2000);
 			p->mode = pn_rand(run) % LAZY_ST_NR_MODES;
 			p->upgrade_ns = now + (u64)(pn_rand(run) % round_ms) *
 					      NSEC_PER_MSEC;
@@ -1021,6 +1146,7 @@ enum lazy_bench_op {
  * struct lazy_bench - one bench phase
  * @op: what the workers do
  * @nr: counters per init/destroy
+ * @target: upgrade target of the phase
  * @own: per worker, its own lazy counter
  * @own_pc: per worker, its own percpu_counter
  * @shared: the shared lazy counter
@@ -1033,6 +1159,7 @@ enum lazy_bench_op {
 struct lazy_bench {
 	enum lazy_bench_op op;
 	unsigned int nr;
+	enum lazy_counter_target target;
 	struct lazy_counter *own;
 	struct percpu_counter *own_pc;
 	struct lazy_counter shared;
@@ -1060,7 +1187,7 @@ static int lazy_bench_life(struct lazy_bench *b, unsigned int idx)
 		return 0;
 	case LB_UPGRADE_LIFE:
 		lazy_counter_init_many(lc, idx, b->nr);
-		ret = lazy_counter_upgrade_many(lc, b->nr, LAZY_COUNTER_FLAT,
+		ret = lazy_counter_upgrade_many(lc, b->nr, b->target,
 						GFP_KERNEL);
 		lazy_counter_destroy_many(lc, b->nr);
 		return ret;
@@ -1197,8 +1324,14 @@ static int lazy_bench(struct pn_run *run)
 	b->nr = 4;
 	lazy_bench_pair(run, b, 1, "lazy init+destroy x4", LB_LAZY_LIFE,
 			"percpu_counter init+destroy x4", LB_PCPU_LIFE, &ret);
-	lazy_bench_pair(run, b, 1, "init+upgrade+destroy x4", LB_UPGRADE_LIFE,
-			"percpu_counter init+destroy x4", LB_PCPU_LIFE, &ret);
+	b->target = LAZY_COUNTER_FLAT;
+	lazy_bench_pair(run, b, 1, "init+upgrade(flat)+destroy x4",
+			LB_UPGRADE_LIFE, "percpu_counter init+destroy x4",
+			LB_PCPU_LIFE, &ret);
+	b->target = LAZY_COUNTER_TREE;
+	lazy_bench_pair(run, b, 1, "init+upgrade(tree)+destroy x4",
+			LB_UPGRADE_LIFE, "percpu_counter init+destroy x4",
+			LB_PCPU_LIFE, &ret);
 
 	/* add_local: each worker its own counter, lazy then upgraded. */
 	lazy_counter_init_many(b->own, 0, threads);
@@ -1208,6 +1341,16 @@ static int lazy_bench(struct pn_run *run)
 		ret = lazy_counter_upgrade_many(&b->own[i], 1,
 						LAZY_COUNTER_FLAT, GFP_KERNEL);
 	lazy_bench_pair(run, b, threads, "add_local (flat)", LB_ADD_LOCAL,
+			"percpu_counter_add (own)", LB_PCPU_ADD, &ret);
+	for (i = 0; i < threads; i++) {
+		lazy_counter_destroy_many(&b->own[i], 1);
+		lazy_counter_init_many(&b->own[i], 0, 1);
+		if (!ret)
+			ret = lazy_counter_upgrade_many(&b->own[i], 1,
+							LAZY_COUNTER_TREE,
+							GFP_KERNEL);
+	}
+	lazy_bench_pair(run, b, threads, "add_local (tree)", LB_ADD_LOCAL,
 			"percpu_counter_add (own)", LB_PCPU_ADD, &ret);
 
 	/* add_remote: every worker on one shared counter. */
@@ -1233,6 +1376,19 @@ static int lazy_bench(struct pn_run *run)
 			pn_fail(run, "shared_sum=%lld,expect=%lld",
 				lazy_counter_sum(&b->shared), expect);
 	}
+	lazy_counter_destroy_many(&b->shared, 1);
+
+	lazy_counter_init_many(&b->shared, 0, 1);
+	b->remote_ops = 0;
+	if (!ret)
+		ret = lazy_counter_upgrade_many(&b->shared, 1,
+						LAZY_COUNTER_TREE, GFP_KERNEL);
+	lazy_bench_pair(run, b, threads, "add_remote (tree, shared)",
+			LB_ADD_REMOTE, "atomic_long_add (shared)",
+			LB_ATOMIC_ADD, &ret);
+	if (!ret && lazy_counter_sum(&b->shared) != b->remote_ops)
+		pn_fail(run, "tree_shared_sum=%lld,expect=%llu",
+			lazy_counter_sum(&b->shared), b->remote_ops);
 	lazy_counter_destroy_many(&b->shared, 1);
 	for (i = 0; i < threads; i++)
 		lazy_counter_destroy_many(&b->own[i], 1);

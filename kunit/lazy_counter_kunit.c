@@ -25,6 +25,12 @@
 #define LK_REMOTE_ITERS	1500	/* add_remote calls per thread per run */
 #define LK_REPEAT	6	/* upgrade-under-load repetitions */
 
+static int lk_upgrade_to(struct lazy_counter *c, unsigned int nr,
+			 enum lazy_counter_target target)
+{
+	return lazy_counter_upgrade_many(c, nr, target, GFP_KERNEL);
+}
+
 static int lk_upgrade(struct lazy_counter *c, unsigned int nr)
 {
 	return lazy_counter_upgrade_many(c, nr, LAZY_COUNTER_FLAT, GFP_KERNEL);
@@ -99,6 +105,7 @@ struct lk_hammer {
 	s64 ref[LK_MAX_THREADS][LK_NR];	/* per thread, private */
 	atomic_t progress;		/* add_remote calls done, all threads */
 	bool upgrade_in_thread;		/* thread 0 upgrades at half time */
+	enum lazy_counter_target target;
 	int upgrade_ret;
 };
 
@@ -128,7 +135,7 @@ static int lk_remote_fn(struct lk_thread *t)
 			atomic_add(8, &h->progress);
 		if (h->upgrade_in_thread && t->idx == 0 &&
 		    n == LK_REMOTE_ITERS / 2)
-			h->upgrade_ret = lk_upgrade(h->c, LK_NR);
+			h->upgrade_ret = lk_upgrade_to(h->c, LK_NR, h->target);
 		if (!(n & 255))
 			cond_resched();
 	}
@@ -226,7 +233,7 @@ static void lazy_remote_kthreads_test(struct kunit *test)
  * per-CPU target (c->local frozen).  Odd runs: a remote thread upgrades
  * while the owner keeps adding locally.
  */
-static void lazy_upgrade_race_test(struct kunit *test)
+static void lk_upgrade_race(struct kunit *test, enum lazy_counter_target target)
 {
 	struct lk_thread *t;
 	struct lk_hammer *h;
@@ -247,6 +254,7 @@ static void lazy_upgrade_race_test(struct kunit *test)
 		for (i = 0; i < LK_NR; i++)
 			base[i] = r * 1000003LL;
 		h->upgrade_in_thread = !by_owner;
+		h->target = target;
 		nt = lk_start(test, t, lk_nthreads(), lk_remote_fn, h);
 
 		n = 0;
@@ -255,7 +263,8 @@ static void lazy_upgrade_race_test(struct kunit *test)
 			while (atomic_read(&h->progress) < LK_REMOTE_ITERS / 4 &&
 			       n++ < 1000)
 				usleep_range(100, 200);
-			KUNIT_ASSERT_EQ(test, lk_upgrade(h->c, LK_NR), 0);
+			KUNIT_ASSERT_EQ(test,
+					lk_upgrade_to(h->c, LK_NR, target), 0);
 			for (i = 0; i < LK_NR; i++) {
 				struct lazy_counter *c = &h->c[i];
 
@@ -274,10 +283,84 @@ static void lazy_upgrade_race_test(struct kunit *test)
 		lk_join(test, t, nt);
 		KUNIT_EXPECT_EQ(test, h->upgrade_ret, 0);
 		lk_expect_sums(test, h, base, nt);
-		for (i = 0; i < LK_NR; i++)
-			KUNIT_EXPECT_FALSE(test, lazy_counter_is_lazy(&h->c[i]));
+		for (i = 0; i < LK_NR; i++) {
+			struct lazy_counter *c = &h->c[i];
+
+			KUNIT_EXPECT_FALSE(test, lazy_counter_is_lazy(c));
+			KUNIT_EXPECT_LE(test, abs(lazy_counter_read(c) -
+						  lazy_counter_sum(c)),
+					lazy_counter_read_slack(c));
+		}
 		lazy_counter_destroy_many(h->c, LK_NR);
 	}
+}
+
+static void lazy_upgrade_race_test(struct kunit *test)
+{
+	lk_upgrade_race(test, LAZY_COUNTER_FLAT);
+}
+
+/* The same against the hierarchical counter tree target. */
+static void lazy_tree_upgrade_race_test(struct kunit *test)
+{
+	lk_upgrade_race(test, LAZY_COUNTER_TREE);
+}
+
+/*
+ * Tree target: one allocation for many trees, values carried exactly
+ * (including a remote total at the encoding's limit), read() within the
+ * tree's accuracy range, injected failures leave lazy counters.
+ */
+static void lazy_tree_target_test(struct kunit *test)
+{
+	const unsigned int nr = 16;
+	struct lazy_counter_stats s0, s1;
+	struct lazy_counter *c;
+	unsigned int i, step;
+
+	c = kunit_kcalloc(test, nr, sizeof(*c), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, c);
+	lazy_counter_init_many(c, -3, nr);
+	lazy_counter_add_remote(&c[0], LAZY_COUNTER_REMOTE_MIN);
+	for (i = 1; i < nr; i++)
+		lazy_counter_add_remote(&c[i], 100 * (s64)i);
+
+	for (step = 1; step <= 2; step++) {
+		lazy_counter_get_stats(&s0);
+		lazy_counter_inject_failure(step);
+		KUNIT_EXPECT_EQ(test, lk_upgrade_to(c, nr, LAZY_COUNTER_TREE),
+				-ENOMEM);
+		lazy_counter_get_stats(&s1);
+		KUNIT_EXPECT_EQ(test, s1.live_groups, s0.live_groups);
+		KUNIT_EXPECT_TRUE(test, lazy_counter_is_lazy(&c[nr - 1]));
+	}
+	lazy_counter_inject_failure(0);
+
+	lazy_counter_get_stats(&s0);
+	KUNIT_ASSERT_EQ(test, lk_upgrade_to(c, nr, LAZY_COUNTER_TREE), 0);
+	lazy_counter_get_stats(&s1);
+	KUNIT_EXPECT_EQ(test, s1.pcpu_allocs, s0.pcpu_allocs + 1);
+	KUNIT_EXPECT_EQ(test, s1.live_groups, s0.live_groups + 1);
+	KUNIT_EXPECT_EQ(test, lazy_counter_sum(&c[0]),
+			LAZY_COUNTER_REMOTE_MIN - 3);
+	for (i = 1; i < nr; i++) {
+		KUNIT_EXPECT_FALSE(test, lazy_counter_is_lazy(&c[i]));
+		KUNIT_EXPECT_EQ(test, lazy_counter_sum(&c[i]), 100 * (s64)i - 3);
+	}
+	for (i = 0; i < nr * 312; i++) {
+		lazy_counter_add_local(&c[i % nr], 3);
+		lazy_counter_add_remote(&c[(i + 1) % nr], -1);
+	}
+	for (i = 1; i < nr; i++) {
+		s64 sum = lazy_counter_sum(&c[i]);
+
+		KUNIT_EXPECT_EQ(test, sum, 100 * (s64)i - 3 + 2 * 312);
+		KUNIT_EXPECT_LE(test, abs(lazy_counter_read(&c[i]) - sum),
+				lazy_counter_read_slack(&c[i]));
+	}
+	lazy_counter_destroy_many(c, nr);
+	lazy_counter_get_stats(&s1);
+	KUNIT_EXPECT_EQ(test, s1.live_groups, s0.live_groups);
 }
 
 /*
@@ -558,6 +641,8 @@ static struct kunit_case lazy_counter_cases[] = {
 	KUNIT_CASE(lazy_exact_test),
 	KUNIT_CASE(lazy_remote_kthreads_test),
 	KUNIT_CASE(lazy_upgrade_race_test),
+	KUNIT_CASE(lazy_tree_upgrade_race_test),
+	KUNIT_CASE(lazy_tree_target_test),
 	KUNIT_CASE(lazy_flat_target_test),
 	KUNIT_CASE(lazy_destroy_modes_test),
 	KUNIT_CASE(lazy_many_test),

@@ -49,10 +49,14 @@ struct lazy_counter {
  * @LAZY_COUNTER_FLAT: a flat per-CPU counter with batched folding into a
  *	central count (the percpu_counter algorithm), with its own CPU
  *	hotplug callback
+ * @LAZY_COUNTER_TREE: the hierarchical counter tree of counter_tree.c
+ *	(O(1) approximate read with a known accuracy range, exact sum over
+ *	every possible CPU): a lazy counter tree
  * @LAZY_COUNTER_NR_TARGETS: number of targets
  */
 enum lazy_counter_target {
 	LAZY_COUNTER_FLAT,
+	LAZY_COUNTER_TREE,
 	LAZY_COUNTER_NR_TARGETS,
 };
 
@@ -351,6 +355,7 @@ int lazy_counter_module_init(void);
 void lazy_counter_module_exit(void);
 void lazy_counter_inject_failure(unsigned int nth);
 void lazy_counter_fold_cpu(struct lazy_counter *c, unsigned int cpu);
+u64 lazy_counter_read_slack(const struct lazy_counter *c);
 long lazy_counter_batch(void);
 
 #endif /* _PCPU_NEXT_LAZY_COUNTER_H */
