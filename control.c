@@ -25,8 +25,8 @@
  * Invariants:
  *  - At most one run exists at a time (pn_ctl.running under pn_ctl_lock);
  *    a second writer gets -EBUSY, never a queued run.
- *  - The writer never waits for the run: the module holds no reference on
- *    itself for it, so rmmod during a run is possible.  pn_control_stop()
+ *  - The writer never waits for the run and the run holds no reference on
+ *    the module, so rmmod during a run is possible.  pn_control_stop()
  *    first removes the control files (debugfs waits for callers already
  *    inside a file operation), then sets run->aborted and destroys the
  *    workqueue: every wait in a run is bounded by pn_should_stop(), so the
@@ -400,6 +400,7 @@ struct pn_worker {
 	pn_thread_fn fn;
 	void *arg;
 	unsigned int idx;
+	atomic_t *ready;
 	atomic_t *done;
 	struct task_struct *task;
 };
@@ -410,6 +411,8 @@ static int pn_worker_main(void *data)
 	struct pn_run *run = w->run;
 	int ret;
 
+	atomic_inc(w->ready);
+	wake_up(&run->wq);
 	while (!READ_ONCE(run->go) && !pn_should_stop(run))
 		schedule_timeout_uninterruptible(1);
 	ret = w->fn(run, w->idx, w->arg);
@@ -436,9 +439,10 @@ static int pn_worker_main(void *data)
  * @fn: worker body
  * @arg: passed to @fn
  *
- * All workers are created first and then released together, so that
- * measured phases start at the same moment; run->phase_ns holds the wall
- * time between release and the stop signal (or the last return).
+ * All workers are created first, and released together once every one of
+ * them is running, so that measured phases start at the same moment;
+ * run->phase_ns holds the wall time between release and the stop signal
+ * (or the last return).
  *
  * Context: Process context, may sleep.
  * Return: 0, -EINTR if the run was aborted, -ENOMEM, or the first
@@ -449,7 +453,7 @@ int pn_run_threads(struct pn_run *run, unsigned int nr, enum pn_pin pin,
 {
 	struct pn_worker *w;
 	unsigned int i, started = 0;
-	atomic_t done = ATOMIC_INIT(0);
+	atomic_t ready = ATOMIC_INIT(0), done = ATOMIC_INIT(0);
 	unsigned long timeout;
 	u64 t0;
 	int ret = 0, r;
@@ -468,6 +472,7 @@ int pn_run_threads(struct pn_run *run, unsigned int nr, enum pn_pin pin,
 		w[i].fn = fn;
 		w[i].arg = arg;
 		w[i].idx = i;
+		w[i].ready = &ready;
 		w[i].done = &done;
 		t = kthread_create(pn_worker_main, &w[i], "pcpu_next/%u", i);
 		if (IS_ERR(t)) {
@@ -482,6 +487,12 @@ int pn_run_threads(struct pn_run *run, unsigned int nr, enum pn_pin pin,
 		started++;
 	}
 
+	/*
+	 * Every worker must have entered its body before the clock starts:
+	 * on a loaded machine a phase could otherwise end before a worker
+	 * ever ran (and kthread_stop() would report -EINTR for it).
+	 */
+	wait_event(run->wq, pn_aborted(run) || atomic_read(&ready) == started);
 	t0 = ktime_get_ns();
 	WRITE_ONCE(run->go, true);
 	timeout = duration_ms ? msecs_to_jiffies(duration_ms) : MAX_SCHEDULE_TIMEOUT;
@@ -737,11 +748,13 @@ static ssize_t pn_bench_write(struct file *file, const char __user *buf,
 }
 
 /*
- * No .owner: an open file must not pin the module, so that rmmod can stop
- * a run.  debugfs_remove() in pn_control_stop() waits for operations in
- * progress and makes later ones fail with -EIO.
+ * .owner pins the module while a control file is open: debugfs calls the
+ * release op through these (module) structures even after the file was
+ * removed.  A run does not keep the file open, so rmmod during a run works;
+ * debugfs_remove() in pn_control_stop() waits for operations in progress.
  */
 static const struct file_operations pn_stress_fops = {
+	.owner = THIS_MODULE,
 	.open = pn_stress_open,
 	.read = seq_read,
 	.write = pn_stress_write,
@@ -750,6 +763,7 @@ static const struct file_operations pn_stress_fops = {
 };
 
 static const struct file_operations pn_bench_fops = {
+	.owner = THIS_MODULE,
 	.open = pn_bench_open,
 	.read = seq_read,
 	.write = pn_bench_write,
@@ -773,7 +787,11 @@ struct dentry *pn_debugfs_dir(void)
 }
 
 /**
- * pn_control_init() - create the debugfs control files
+ * pn_control_init() - create the workqueue and the debugfs directory
+ *
+ * Components may put their own files below pn_debugfs_dir() after this;
+ * the control files themselves appear only with pn_control_start(), once
+ * every component is ready to be run.
  *
  * Context: Module init.
  * Return: 0 or -ENOMEM.
@@ -784,10 +802,19 @@ int pn_control_init(void)
 	if (!pn_wq)
 		return -ENOMEM;
 	pn_dir = debugfs_create_dir("pcpu_next", NULL);
+	return 0;
+}
+
+/**
+ * pn_control_start() - create the control files: runs may start from now
+ *
+ * Context: Module init, after every component's init.
+ */
+void pn_control_start(void)
+{
 	pn_files[0] = debugfs_create_file("list", 0400, pn_dir, NULL, &pn_list_fops);
 	pn_files[1] = debugfs_create_file("stress", 0600, pn_dir, NULL, &pn_stress_fops);
 	pn_files[2] = debugfs_create_file("bench", 0600, pn_dir, NULL, &pn_bench_fops);
-	return 0;
 }
 
 /**
@@ -814,6 +841,7 @@ void pn_control_stop(void)
 	}
 	mutex_unlock(&pn_ctl_lock);
 	destroy_workqueue(pn_wq);	/* drains the run */
+	pn_wq = NULL;
 }
 
 /**
@@ -825,6 +853,8 @@ void pn_control_exit(void)
 {
 	unsigned int i;
 
+	if (pn_wq)		/* init failed before pn_control_start() */
+		destroy_workqueue(pn_wq);
 	debugfs_remove(pn_dir);
 	for (i = 0; i < PN_STRESS_HISTORY; i++)
 		kfree(pn_ctl.stress_hist[i]);

@@ -4,9 +4,9 @@
  * control plane's own test "percpu".
  *
  *   module_init                     module_exit
- *     pn_control_init()               pn_control_stop()   (aborts a run)
+ *     pn_control_init()   (dir)       pn_control_stop()   (files; aborts a run)
  *     <component>_init() ...          ... <component>_exit()
- *                                     pn_control_exit()   (debugfs dir)
+ *     pn_control_start()  (files)     pn_control_exit()   (dir)
  *
  * The "percpu" test exercises the control plane itself on the kernel's
  * own per-CPU memory: worker kthreads, placed as pin= says, increment one
@@ -133,22 +133,22 @@ static int __init pcpu_next_init(void)
 {
 	int ret;
 
-	/* Components first: the control plane may start runs at once. */
-	ret = pn_ctree_subsys_init();
-	if (ret)
-		return ret;	/* nothing to undo: it only computes a shape */
-	ret = lazy_counter_module_init();
-	if (ret)
-		return ret;
 	ret = pn_control_init();
 	if (ret)
-		goto err_lazy;
+		return ret;
+	ret = pn_ctree_subsys_init();
+	if (ret)
+		goto err_control;	/* the tree only computed a shape */
+	ret = lazy_counter_module_init();
+	if (ret)
+		goto err_control;
+	pn_control_start();	/* components ready: runs may start */
 	pr_info("loaded: %u possible CPUs, %u online\n",
 		num_possible_cpus(), num_online_cpus());
 	return 0;
 
-err_lazy:
-	lazy_counter_module_exit();
+err_control:
+	pn_control_exit();
 	return ret;
 }
 

@@ -10,13 +10,19 @@
 #   kunitpy  kunit.py run --arch=x86_64 with the module built in, -smp 4
 #   bench    every benchmark on Debian's kernel, 4 online CPUs, then 4
 #            online of 64 possible (ratios only; a bench passes when it ran)
+#   hotplug  debug kernel: every stress while CPUs go offline and online at
+#            random; kmemleak
+#   cycles   debug kernel booted with kunit.enable=0: 100 x (insmod, short
+#            stress, rmmod); Percpu: in /proc/meminfo back to its start;
+#            kmemleak
+#   kcsan    the KCSAN kernel: KUnit at insmod, selftests, stress, rmmod
 #
 # `scripts/check.sh --lane NAME` runs one lane (kselftest: the selftests
 # alone in the debug VM).  Exit status: non-zero on any failure or splat.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
-lanes="stock debug kunitpy bench"
+lanes="stock debug kunitpy bench hotplug cycles kcsan"
 if [ "${1:-}" = --lane ]; then
 	lanes=$2
 fi
@@ -27,16 +33,16 @@ bash "$REPO/scripts/kernel.sh" >/dev/null || die "debug kernel build"
 runs=$OUT/runs.txt
 : >"$runs"
 
-run_vm()	# lane kernel smp possible guest
+run_vm()	# lane kernel smp possible guest [kernel command line]
 {
-	local lane=$1 kernel=$2 smp=$3 possible=$4 guest=$5 rc
+	local lane=$1 kernel=$2 smp=$3 possible=$4 guest=$5 extra=${6:-} rc
 	local log=$OUT/$lane.log
 	rm -f "$log"
 	echo "== lane $lane: $kernel kernel, $smp online / $possible possible CPUs"
 	bash "$REPO/scripts/vm.sh" --kernel "$kernel" --smp "$smp" --possible "$possible" \
-		--log "$log" "$REPO/scripts/guest/$guest"
+		--append "$extra" --log "$log" "$REPO/scripts/guest/$guest"
 	rc=$?
-	grep -E '^=== PN-(RESULT|STRESS)|^(not )?ok [0-9]|^    (not )?ok [0-9]' "$log" |
+	grep -E '^=== PN-(RESULT|STRESS|CYCLES)|^(not )?ok [0-9]|^    (not )?ok [0-9]|^hotplug:|^# fuzz:' "$log" |
 		sed 's/^/   /'
 	echo "$lane $rc vm $log" >>"$runs"
 }
@@ -46,6 +52,13 @@ for lane in $lanes; do
 	stock) run_vm stock stock 2 2 stock.sh ;;
 	debug) run_vm debug debug 4 4 debug.sh ;;
 	kselftest) run_vm kselftest debug 4 4 kselftest.sh ;;
+	hotplug) run_vm hotplug debug 4 4 hotplug.sh ;;
+	cycles) run_vm cycles debug 4 4 cycles.sh kunit.enable=0 ;;
+	kcsan)
+		bash "$REPO/scripts/kernel.sh" "$REPO/scripts/kcsan.config" >/dev/null ||
+			die "kcsan kernel build"
+		run_vm kcsan kcsan 4 4 debug.sh
+		;;
 	kunitpy)
 		echo "== lane kunitpy: kunit.py run --arch=x86_64 --qemu_args='-smp 4'"
 		rm -f "$OUT/kunitpy.log"

@@ -6,8 +6,12 @@
 # into the build machine's own kernel.
 #
 #   scripts/vm.sh [options] GUEST_SCRIPT
-#     --kernel stock|debug  Debian's kernel + headers (default) or the debug
-#                           kernel of scripts/kernel.sh
+#     --kernel stock|debug|kcsan
+#                           Debian's kernel + headers (default), or a test
+#                           kernel built by scripts/kernel.sh from
+#                           scripts/<kernel>.config (debug: KASAN, lockdep,
+#                           kmemleak; kcsan: KCSAN, lockdep, kmemleak)
+#     --append STR          extra kernel command line
 #     --smp N               online vCPUs (default 4)
 #     --possible N          possible CPUs (default = online).  QEMU gets N
 #                           vCPUs and the kernel `maxcpus=<smp>`: it brings
@@ -30,7 +34,7 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-kind=stock smp=4 possible="" timeout=900 log="" src="$REPO"
+kind=stock smp=4 possible="" timeout=900 log="" src="$REPO" extra=""
 while [ $# -gt 1 ]; do
 	case "$1" in
 	--kernel) kind=$2; shift 2 ;;
@@ -38,6 +42,7 @@ while [ $# -gt 1 ]; do
 	--possible) possible=$2; shift 2 ;;
 	--timeout) timeout=$2; shift 2 ;;
 	--log) log=$2; shift 2 ;;
+	--append) extra=$2; shift 2 ;;
 	--src) src=$(cd "$2" && pwd); shift 2 ;;
 	*) die "vm.sh: unknown option $1" ;;
 	esac
@@ -53,11 +58,11 @@ stock)
 	kdir=/usr/src/linux-headers-$abi-amd64
 	bzimage=$CACHE/stock-$abi/vmlinuz
 	;;
-debug)
-	kdir=$("$REPO/scripts/kernel.sh")
+debug | kcsan)
+	kdir=$("$REPO/scripts/kernel.sh" "$REPO/scripts/$kind.config")
 	bzimage=$kdir/arch/x86/boot/bzImage
 	;;
-*) die "vm.sh: --kernel stock|debug" ;;
+*) die "vm.sh: --kernel stock|debug|kcsan" ;;
 esac
 [ -d "$kdir" ] && [ -s "$bzimage" ] || die "kernel $kind not available: run scripts/deps.sh"
 
@@ -99,7 +104,8 @@ if [ -n "$possible" ] && [ "$possible" -gt "$smp" ]; then
 	smparg="$possible"
 	append="$append maxcpus=$smp"
 fi
-[ "$kind" = debug ] && append="$append kmemleak=on"
+[ "$kind" != stock ] && append="$append kmemleak=on"
+append="$append $extra"
 
 echo "vm.sh: $kind kernel, -smp $smparg, guest $(basename "$guest"), log $log" >&2
 # tsc=unstable: under multi-threaded TCG the vCPUs' TSCs drift; letting

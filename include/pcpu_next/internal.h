@@ -157,6 +157,7 @@ void pn_bench_row(struct pn_run *run, const char *name, u64 ops, u64 ns,
 struct dentry;
 struct dentry *pn_debugfs_dir(void);
 int pn_control_init(void);
+void pn_control_start(void);
 void pn_control_stop(void);
 void pn_control_exit(void);
 

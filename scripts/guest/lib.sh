@@ -47,9 +47,9 @@ pn_wait()
 {
 	local i=0
 	while grep -q '^RUNNING' "$PN/$1"; do
-		sleep 1
+		usleep 100000
 		i=$((i + 1))
-		[ $i -lt 900 ] || { echo "run on $1 never ended"; return 1; }
+		[ $i -lt 9000 ] || { echo "run on $1 never ended"; return 1; }
 	done
 }
 
@@ -146,4 +146,46 @@ pn_rmmod_during_run()
 	echo "rmmod during run took $((t1 - t0)) s"
 	[ $((t1 - t0)) -lt 20 ] && pn_result PASS rmmod-during-run ||
 		pn_result FAIL rmmod-during-run
+}
+
+# Random CPU hotplug in the background: CPUs other than 0 go offline and
+# online at random until pn_hotplug_stop.  Prints how many transitions.
+pn_hotplug_start()
+{
+	(
+		n=0
+		trap 'echo "hotplug: $n transitions"; exit 0' TERM
+		cpus=$(ls -d /sys/devices/system/cpu/cpu[1-9]* 2>/dev/null)
+		[ -n "$cpus" ] || exit 0
+		while :; do
+			for c in $cpus; do
+				[ $((RANDOM % 2)) -eq 0 ] && continue
+				f=$c/online
+				if [ "$(cat $f)" = 1 ]; then
+					echo 0 >$f 2>/dev/null && n=$((n + 1))
+				else
+					echo 1 >$f 2>/dev/null && n=$((n + 1))
+				fi
+			done
+			usleep $((RANDOM * 10))
+		done
+	) &
+	PN_HOTPLUG_PID=$!
+}
+
+pn_hotplug_stop()
+{
+	local c
+	[ -n "${PN_HOTPLUG_PID:-}" ] || return 0
+	kill -TERM "$PN_HOTPLUG_PID"
+	wait "$PN_HOTPLUG_PID"
+	PN_HOTPLUG_PID=
+	for c in /sys/devices/system/cpu/cpu[1-9]*/online; do
+		echo 1 >"$c" 2>/dev/null
+	done
+}
+
+pn_percpu_kb()
+{
+	sed -n 's/^Percpu: *\([0-9]*\) kB/\1/p' /proc/meminfo
 }
