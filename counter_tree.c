@@ -65,16 +65,18 @@
  * at zero (as the seed does) makes A <= P always and puts the whole span
  * below P; instead the nodes start in the middle of their window:
  * s_0 = B / 2, and q_l in {K/2 - 1, K/2} picked level by level to keep
- * the two sides balanced (pn_ctree_shape()).  That halves the worst
+ * the two sides balanced (pn_ctree_shape()).  That roughly halves the worst
  * |P - A| for the same memory and the same fast path.  With N_l nodes at
  * level l:
  *
  *	under = N_0 (B - 1 - s_0) + sum N_l (K_l - 1 - q_l) T_(l-1)
  *	over  = N_0 s_0           + sum N_l q_l T_(l-1)
  *
- * and P - under <= A <= P + over.  N_0 is num_possible_cpus(); each
- * item level contributes N_l * T_(l-1) = 2^order * B per unit of q, so
- * the bound grows as O(nr_cpu_ids * B * nr_levels).  The level-0 start
+ * and P - under <= A <= P + over.  N_0 is num_possible_cpus().  An item
+ * level spans N_l (K_l - 1) T_(l-1) = 2^order * B * (1 - 1/K_l) in all,
+ * so under + over < 2^order * B * (nr_levels + 1): the bound grows as
+ * O(nr_cpu_ids * B * nr_levels), against O(nr_cpu_ids^2) for a
+ * percpu_counter whose batch grows with the CPU count.  The level-0 start
  * values are subtracted from the precise sum (level0_base); the item
  * start values need no correction, by the identity above.
  *

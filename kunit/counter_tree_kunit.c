@@ -347,6 +347,35 @@ static void pn_ct_no_early_carry(struct kunit *test)
 	KUNIT_EXPECT_LE(test, a_cross, a0);
 }
 
+/*
+ * An add that is a multiple of every threshold goes straight to the root:
+ * the approximation moves by exactly that much and no intermediate item is
+ * touched (the atomics are skipped when no carry-significant bit changes).
+ */
+static void pn_ct_aligned_add_skips_items(struct kunit *test)
+{
+	const struct pn_ctree_topo *t = pn_ctree_topology();
+	struct pn_ctree *c = pn_ct_new(test, 1, 8);
+	long before, inc = 8L << t->order;
+	unsigned long *snap;
+	unsigned int i, n = t->nr_items ? t->nr_items - 1 : 0;
+
+	snap = kunit_kcalloc(test, n + 1, sizeof(*snap), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, snap);
+	pn_ctree_add(c, 3);	/* leave level 0 off its start */
+	for (i = 0; i < n; i++)
+		snap[i] = atomic_long_read(&c->items[i].count);
+	before = pn_ctree_approx_sum(c);
+	pn_ctree_add(c, inc);
+	KUNIT_EXPECT_EQ(test, pn_ctree_approx_sum(c) - before, inc);
+	pn_ctree_add(c, -3 * inc);
+	KUNIT_EXPECT_EQ(test, pn_ctree_approx_sum(c) - before, -2 * inc);
+	for (i = 0; i < n; i++)
+		KUNIT_EXPECT_EQ_MSG(test, atomic_long_read(&c->items[i].count),
+				    (long)snap[i], "item %u", i);
+	pn_ct_check(test, c, 3 - 2 * inc);
+}
+
 static void pn_ct_set_values(struct kunit *test)
 {
 	static const long vals[] = {
@@ -549,6 +578,7 @@ static struct kunit_case pn_ct_cases[] = {
 	KUNIT_CASE(pn_ct_degenerate_shape),
 	KUNIT_CASE(pn_ct_random_walk),
 	KUNIT_CASE(pn_ct_no_early_carry),
+	KUNIT_CASE(pn_ct_aligned_add_skips_items),
 	KUNIT_CASE(pn_ct_set_values),
 	KUNIT_CASE(pn_ct_init_many_independent),
 	KUNIT_CASE(pn_ct_compare_edges),
