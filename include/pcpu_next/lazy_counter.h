@@ -2,11 +2,13 @@
 /*
  * Lazy (dual-mode) per-CPU counters.
  *
- * A lazy counter starts as two words: a plain count that one owning
- * context updates with ordinary arithmetic, and an atomic word that any
- * other context updates with a compare-and-exchange.  When the counter
- * becomes shared, lazy_counter_upgrade_many() moves it (and its siblings
- * of the same array) onto per-CPU storage without stopping any updater.
+ * A lazy counter starts as three words and no allocation: a plain count
+ * that one owning context updates with ordinary arithmetic, an atomic word
+ * that any other context updates with a fetch-and-add, and a NULL slot
+ * pointer.  When the counter becomes shared, lazy_counter_upgrade_many()
+ * moves it (and its siblings of the same array) onto per-CPU storage, a
+ * flat per-CPU counter or a hierarchical counter tree, without stopping
+ * any updater.
  * See lazy_counter.c for the design, the encoding and the ordering
  * argument.
  */
