@@ -110,6 +110,19 @@
  * visits every possible CPU, so it needs no hotplug callback.  The lazy
  * protocol above is target-independent: only the add/sum entry points and
  * setup/teardown differ.
+ *
+ * Automatic upgrade (optional, per array).  A struct lazy_counter_auto
+ * counts the remote adds made through lazy_counter_add_remote_auto()
+ * while the array is lazy; when a threshold is reached within one second
+ * it queues lazy_counter_upgrade_many() on system_unbound_wq.  This is the
+ * case I1 makes safe: the upgrade runs in a worker while the owner keeps
+ * adding locally.  lazy_counter_auto_destroy() cancels the work first.
+ *
+ * Allocation.  Per-CPU storage for the flat target comes from
+ * lazy_pcpu_alloc(), the one helper to switch to the project's allocator;
+ * the tree target's comes from counter_tree.c's own helper.  A test hook
+ * (lazy_counter_inject_failure()) fails the n-th allocation step of the
+ * next upgrades: step 1 the group, step 2 the target's storage.
  */
 
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
