@@ -642,7 +642,8 @@ int lazy_counter_upgrade_many(struct lazy_counter *c, unsigned int nr,
 	if (!nr || target >= LAZY_COUNTER_NR_TARGETS || !lazy_targets[target])
 		return -EINVAL;
 	ops = lazy_targets[target];
-	if (!lazy_counter_is_lazy(&c[0]))
+	/* already upgraded, or claimed by an upgrade in progress */
+	if (!lazy_counter_is_lazy(&c[0]) || READ_ONCE(c[0].slot))
 		return 0;
 
 	g = lazy_should_fail() ? NULL :
