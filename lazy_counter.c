@@ -228,6 +228,7 @@ static atomic_long_t lazy_stat_live;
 static atomic_long_t lazy_stat_pcpu_allocs;
 static atomic_long_t lazy_stat_auto_triggers;
 static atomic_long_t lazy_stat_auto_upgrades;
+static atomic_long_t lazy_stat_redirects;
 
 /* Test hook: the n-th allocation step from now fails (0: none). */
 static atomic_t lazy_fail_countdown = ATOMIC_INIT(0);
@@ -555,6 +556,23 @@ void __lazy_counter_add_upgraded(const struct lazy_counter *c, s64 amount)
 EXPORT_SYMBOL_GPL(__lazy_counter_add_upgraded);
 
 /**
+ * __lazy_counter_add_redirected() - redo a remote add that hit a dead word
+ * @c: the counter; its fetch-and-add returned a value with bit 0 clear
+ * @amount: signed amount
+ *
+ * The rare race of lazy_counter_add_remote() with the switch: counted, so
+ * that stress runs show the path is taken, then added to the target.
+ *
+ * Context: Any context except NMI.
+ */
+void __lazy_counter_add_redirected(const struct lazy_counter *c, s64 amount)
+{
+	atomic_long_inc(&lazy_stat_redirects);
+	__lazy_counter_add_upgraded(c, amount);
+}
+EXPORT_SYMBOL_GPL(__lazy_counter_add_redirected);
+
+/**
  * __lazy_counter_read_upgraded() - fast value of an upgraded counter
  * @c: the counter; bit 0 of its state was seen clear (acquire)
  *
@@ -842,6 +860,7 @@ void lazy_counter_get_stats(struct lazy_counter_stats *st)
 	st->pcpu_allocs = atomic_long_read(&lazy_stat_pcpu_allocs);
 	st->auto_triggers = atomic_long_read(&lazy_stat_auto_triggers);
 	st->auto_upgrades = atomic_long_read(&lazy_stat_auto_upgrades);
+	st->redirects = atomic_long_read(&lazy_stat_redirects);
 }
 EXPORT_SYMBOL_GPL(lazy_counter_get_stats);
 
@@ -1126,7 +1145,8 @@ static int lazy_stress(struct pn_run *run)
 	lazy_counter_get_stats(&st1);
 	pn_printf(run, "rounds=%u procs=%u ops=%llu upgraded=%u ", r, st.nproc,
 		  ops, upgraded);
-	pn_printf(run, "auto=%llu upgrades=%llu races=%llu failures=%llu ",
+	pn_printf(run, "redirects=%llu auto=%llu upgrades=%llu races=%llu failures=%llu ",
+		  st1.redirects - st0.redirects,
 		  st1.auto_upgrades - st0.auto_upgrades,
 		  st1.upgrades - st0.upgrades,
 		  st1.upgrade_races - st0.upgrade_races,
@@ -1197,6 +1217,7 @@ static int lazy_bench_life(struct lazy_bench *b, unsigned int idx)
 	switch (b->op) {
 	case LB_LAZY_LIFE:
 		lazy_counter_init_many(lc, idx, b->nr);
+		barrier_data(lc);	/* keep the stores: they are the cost */
 		lazy_counter_destroy_many(lc, b->nr);
 		return 0;
 	case LB_UPGRADE_LIFE:

@@ -77,6 +77,7 @@ static inline long __lazy_counter_decode(long state)
 }
 
 void __lazy_counter_add_upgraded(const struct lazy_counter *c, s64 amount);
+void __lazy_counter_add_redirected(const struct lazy_counter *c, s64 amount);
 s64 __lazy_counter_read_upgraded(const struct lazy_counter *c);
 s64 __lazy_counter_sum_upgraded(const struct lazy_counter *c);
 
@@ -186,6 +187,9 @@ static inline void lazy_counter_add_remote(struct lazy_counter *c, s64 amount)
 						    &c->state);
 		if (likely(old & LAZY_COUNTER_LAZY))
 			return;
+		/* raced with the switch: the add hit the dead word */
+		__lazy_counter_add_redirected(c, amount);
+		return;
 	}
 	__lazy_counter_add_upgraded(c, amount);
 }
@@ -339,6 +343,7 @@ static inline void lazy_counter_add_remote_auto(struct lazy_counter_auto *a,
  * @pcpu_allocs: per-CPU allocations made for targets
  * @auto_triggers: automatic upgrades queued (rate threshold crossed)
  * @auto_upgrades: automatic upgrades that completed
+ * @redirects: remote adds that raced with a switch and were redirected
  */
 struct lazy_counter_stats {
 	u64 upgrades;
@@ -348,6 +353,7 @@ struct lazy_counter_stats {
 	u64 pcpu_allocs;
 	u64 auto_triggers;
 	u64 auto_upgrades;
+	u64 redirects;
 };
 
 void lazy_counter_get_stats(struct lazy_counter_stats *st);
