@@ -514,6 +514,42 @@ static void lazy_encoding_test(struct kunit *test)
 	lazy_counter_destroy_many(c, 3);
 }
 
+/*
+ * The race of add_remote() with the switch, replayed step by step: the
+ * adder saw lazy mode, the upgrade switched, then the adder's fetch-and-add
+ * lands in the dead word.  It must see bit 0 clear, redirect the add to the
+ * target exactly once, and nobody may read the dead word afterwards.
+ */
+static void lazy_redirect_test(struct kunit *test)
+{
+	enum lazy_counter_target target;
+	struct lazy_counter_stats s0, s1;
+	struct lazy_counter c;
+	long old;
+
+	for (target = 0; target < LAZY_COUNTER_NR_TARGETS; target++) {
+		lazy_counter_init_many(&c, 40, 1);
+		lazy_counter_add_remote(&c, 2);		/* carried as base */
+		KUNIT_ASSERT_TRUE(test, lazy_counter_is_lazy(&c));
+		KUNIT_ASSERT_EQ(test, lk_upgrade_to(&c, 1, target), 0);
+		lazy_counter_get_stats(&s0);
+
+		/* the adder's fetch-and-add, after the switch */
+		old = atomic_long_fetch_add_acquire(7L << 1, &c.state);
+		KUNIT_EXPECT_FALSE(test, old & LAZY_COUNTER_LAZY);
+		KUNIT_EXPECT_FALSE(test, lazy_counter_is_lazy(&c));
+		__lazy_counter_add_redirected(&c, 7);
+
+		lazy_counter_get_stats(&s1);
+		KUNIT_EXPECT_EQ(test, s1.redirects, s0.redirects + 1);
+		KUNIT_EXPECT_EQ(test, lazy_counter_sum(&c), 49);
+		KUNIT_EXPECT_EQ(test, lazy_counter_sum_local(&c), 49);
+		lazy_counter_add_remote(&c, 1);
+		KUNIT_EXPECT_EQ(test, lazy_counter_sum(&c), 50);
+		lazy_counter_destroy_many(&c, 1);
+	}
+}
+
 /* Injected failure at either allocation step leaves working counters. */
 static void lazy_inject_failure_test(struct kunit *test)
 {
@@ -654,6 +690,7 @@ static struct kunit_case lazy_counter_cases[] = {
 	KUNIT_CASE(lazy_destroy_modes_test),
 	KUNIT_CASE(lazy_many_test),
 	KUNIT_CASE(lazy_encoding_test),
+	KUNIT_CASE(lazy_redirect_test),
 	KUNIT_CASE(lazy_inject_failure_test),
 	KUNIT_CASE(lazy_concurrent_upgrade_test),
 	KUNIT_CASE(lazy_auto_upgrade_test),
