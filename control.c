@@ -71,6 +71,7 @@ static const struct pn_test *const pn_tests[] = {
 	&pn_percpu_test,
 	&pn_alloc_test,
 	&pn_tree_test,
+	&pn_lazy_test,
 	&pn_mmcid_test,
 };
 

@@ -28,6 +28,7 @@
 
 #include <pcpu_next/counter_tree.h>
 #include <pcpu_next/internal.h>
+#include <pcpu_next/lazy_counter.h>
 #include <pcpu_next/mmcid_pcpu.h>
 #include <pcpu_next/pcpu_alloc.h>
 
@@ -143,14 +144,19 @@ static int __init pcpu_next_init(void)
 	ret = pn_ctree_subsys_init();	/* only computes the tree's shape */
 	if (ret)
 		goto err_alloc;
-	ret = pn_mmcid_init();
+	ret = lazy_counter_module_init();
 	if (ret)
 		goto err_alloc;
+	ret = pn_mmcid_init();
+	if (ret)
+		goto err_lazy;
 	pn_control_start();		/* components ready: runs may start */
 	pr_info("loaded: %u possible CPUs, %u online\n",
 		num_possible_cpus(), num_online_cpus());
 	return 0;
 
+err_lazy:
+	lazy_counter_module_exit();
 err_alloc:
 	pn_alloc_exit();
 err_control:
@@ -162,6 +168,7 @@ static void __exit pcpu_next_exit(void)
 {
 	pn_control_stop();	/* no run may outlive a component */
 	pn_mmcid_exit();
+	lazy_counter_module_exit();
 	pn_alloc_exit();
 	pn_control_exit();
 }

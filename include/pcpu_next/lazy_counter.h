@@ -1,0 +1,369 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Lazy (dual-mode) per-CPU counters.
+ *
+ * A lazy counter starts as three words and no allocation: a plain count
+ * that one owning context updates with ordinary arithmetic, an atomic word
+ * that any other context updates with a fetch-and-add, and a NULL slot
+ * pointer.  When the counter becomes shared, lazy_counter_upgrade_many()
+ * moves it (and its siblings of the same array) onto per-CPU storage, a
+ * flat per-CPU counter or a hierarchical counter tree, without stopping
+ * any updater.
+ * See lazy_counter.c for the design, the encoding and the ordering
+ * argument.
+ */
+#ifndef _PCPU_NEXT_LAZY_COUNTER_H
+#define _PCPU_NEXT_LAZY_COUNTER_H
+
+#include <linux/atomic.h>
+#include <linux/compiler.h>
+#include <linux/gfp_types.h>
+#include <linux/types.h>
+#include <linux/workqueue.h>
+
+struct lazy_slot;
+
+/**
+ * struct lazy_counter - one lazy counter
+ * @local: the owner's part; written only by the single updating context
+ *	   (add_local in lazy mode), read by anyone.  Never reset: after the
+ *	   upgrade it keeps the owner's lazy-mode total.
+ * @state: lazy mode: (remote total << 1) | LAZY_COUNTER_LAZY, where the
+ *	   remote total is what add_remote() accumulated.  Upgraded: bit 0
+ *	   clear, the other bits meaningless (racing remote adds may still
+ *	   change them; they are redirected, not lost).
+ * @slot: NULL in lazy mode; the counter's slot in its per-CPU target,
+ *	  set before bit 0 of @state is cleared
+ *
+ * The value of the counter is @local plus the remote total in lazy mode,
+ * or @local plus the slot's value once upgraded.
+ */
+struct lazy_counter {
+	long local;
+	atomic_long_t state;
+	struct lazy_slot *slot;
+};
+
+#define LAZY_COUNTER_LAZY	1L
+
+/**
+ * enum lazy_counter_target - what a lazy counter is upgraded to
+ * @LAZY_COUNTER_FLAT: a flat per-CPU counter with batched folding into a
+ *	central count (the percpu_counter algorithm), with its own CPU
+ *	hotplug callback
+ * @LAZY_COUNTER_TREE: the hierarchical counter tree of counter_tree.c
+ *	(O(1) approximate read with a known accuracy range, exact sum over
+ *	every possible CPU): a lazy counter tree
+ * @LAZY_COUNTER_NR_TARGETS: number of targets
+ */
+enum lazy_counter_target {
+	LAZY_COUNTER_FLAT,
+	LAZY_COUNTER_TREE,
+	LAZY_COUNTER_NR_TARGETS,
+};
+
+/* Remote totals are kept shifted left by one in a long. */
+#define LAZY_COUNTER_REMOTE_MAX	(LONG_MAX >> 1)
+#define LAZY_COUNTER_REMOTE_MIN	(LONG_MIN >> 1)
+
+static inline long __lazy_counter_encode(long remote)
+{
+	return (long)(((unsigned long)remote << 1) | LAZY_COUNTER_LAZY);
+}
+
+static inline long __lazy_counter_decode(long state)
+{
+	return state >> 1;	/* arithmetic shift: keeps the sign */
+}
+
+void __lazy_counter_add_upgraded(const struct lazy_counter *c, s64 amount);
+void __lazy_counter_add_redirected(const struct lazy_counter *c, s64 amount);
+s64 __lazy_counter_read_upgraded(const struct lazy_counter *c);
+s64 __lazy_counter_sum_upgraded(const struct lazy_counter *c);
+
+/* Acquire: a clear bit 0 makes @c->slot and the slot's contents visible. */
+static inline long __lazy_counter_state(const struct lazy_counter *c)
+{
+	return atomic_long_read_acquire(&c->state);
+}
+
+/**
+ * lazy_counter_is_lazy() - is the counter still in lazy mode?
+ * @c: the counter
+ *
+ * Context: Any context.
+ * Return: true until an upgrade has switched @c to per-CPU storage.
+ */
+static inline bool lazy_counter_is_lazy(const struct lazy_counter *c)
+{
+	return __lazy_counter_state(c) & LAZY_COUNTER_LAZY;
+}
+
+int lazy_counter_upgrade_many(struct lazy_counter *c, unsigned int nr,
+			      enum lazy_counter_target target, gfp_t gfp);
+void __lazy_counter_destroy_upgraded(struct lazy_counter *c, unsigned int nr);
+
+/**
+ * lazy_counter_init_many() - initialise an array of lazy counters
+ * @c: the array
+ * @amount: initial value of every counter
+ * @nr: number of counters
+ *
+ * No allocation: the counters start in lazy mode.
+ *
+ * Context: Any context.
+ */
+static inline void lazy_counter_init_many(struct lazy_counter *c, s64 amount,
+					  unsigned int nr)
+{
+	unsigned int i;
+
+	for (i = 0; i < nr; i++) {
+		c[i].local = amount;
+		atomic_long_set(&c[i].state, __lazy_counter_encode(0));
+		c[i].slot = NULL;
+	}
+}
+
+/**
+ * lazy_counter_destroy_many() - release an array of counters, either mode
+ * @c: the array
+ * @nr: number of counters, as given to lazy_counter_init_many()
+ *
+ * Lazy counters own nothing; an upgraded array releases its group.
+ * Nobody may use the counters any more (no updater, reader or upgrade in
+ * flight).
+ *
+ * Context: Any context except NMI.
+ */
+static inline void lazy_counter_destroy_many(struct lazy_counter *c,
+					     unsigned int nr)
+{
+	if (nr && c[0].slot)
+		__lazy_counter_destroy_upgraded(c, nr);
+}
+
+/**
+ * lazy_counter_add_local() - add from the counter's single updating context
+ * @c: the counter
+ * @amount: signed amount
+ *
+ * In lazy mode this is one load and one plain store.  Once the counter is
+ * upgraded it goes to the per-CPU target.  The caller guarantees that no
+ * two lazy_counter_add_local() calls on @c run concurrently (one task,
+ * or an external lock); concurrent add_remote(), reads and upgrades are
+ * fine.
+ *
+ * Context: The owning context; any context the target allows (not NMI).
+ */
+static inline void lazy_counter_add_local(struct lazy_counter *c, s64 amount)
+{
+	if (likely(__lazy_counter_state(c) & LAZY_COUNTER_LAZY))
+		WRITE_ONCE(c->local, c->local + amount);
+	else
+		__lazy_counter_add_upgraded(c, amount);
+}
+
+/**
+ * lazy_counter_add_remote() - add from any context, losslessly
+ * @c: the counter
+ * @amount: signed amount; in lazy mode the remote total must stay within
+ *	    [LAZY_COUNTER_REMOTE_MIN, LAZY_COUNTER_REMOTE_MAX]
+ *
+ * In lazy mode one atomic fetch-and-add of 2 * @amount on @c->state (bit 0
+ * is untouched).  An update that races with the upgrade either lands
+ * before the switch (and is carried into the target) or finds bit 0
+ * clear in the value it replaced and goes to the target itself.  Once
+ * upgraded, a load of @c->state sends it to the target directly.
+ *
+ * Context: Any context except NMI.
+ */
+static inline void lazy_counter_add_remote(struct lazy_counter *c, s64 amount)
+{
+	long old;
+
+	if (likely(__lazy_counter_state(c) & LAZY_COUNTER_LAZY)) {
+		old = atomic_long_fetch_add_acquire((long)((unsigned long)amount << 1),
+						    &c->state);
+		if (likely(old & LAZY_COUNTER_LAZY))
+			return;
+		/* raced with the switch: the add hit the dead word */
+		__lazy_counter_add_redirected(c, amount);
+		return;
+	}
+	__lazy_counter_add_upgraded(c, amount);
+}
+
+/**
+ * lazy_counter_read() - fast read
+ * @c: the counter
+ *
+ * Exact in lazy mode (up to updates in flight); in per-CPU mode it omits
+ * the deltas still held per CPU, like percpu_counter_read().
+ *
+ * Context: Any context except NMI (it may wait, with a bounded spin, for
+ * an upgrade that runs with interrupts off to finish its switch).
+ * Return: the approximate value.
+ */
+static inline s64 lazy_counter_read(const struct lazy_counter *c)
+{
+	long state = __lazy_counter_state(c);
+	s64 local = READ_ONCE(c->local);
+
+	if (likely(state & LAZY_COUNTER_LAZY))
+		return local + __lazy_counter_decode(state);
+	return local + __lazy_counter_read_upgraded(c);
+}
+
+/**
+ * lazy_counter_read_positive() - lazy_counter_read(), clamped at zero
+ * @c: the counter
+ *
+ * Context: Any context except NMI.
+ * Return: the approximate value, or 0 if it is negative.
+ */
+static inline s64 lazy_counter_read_positive(const struct lazy_counter *c)
+{
+	s64 v = lazy_counter_read(c);
+
+	return v > 0 ? v : 0;
+}
+
+/**
+ * lazy_counter_sum() - exact value
+ * @c: the counter
+ *
+ * Adds every per-CPU delta in per-CPU mode.  Exact once the updaters are
+ * quiescent; while they run, the result is a value the counter had at
+ * some point during the call for each part.
+ *
+ * Context: Any context except NMI.
+ * Return: the value.
+ */
+static inline s64 lazy_counter_sum(const struct lazy_counter *c)
+{
+	long state = __lazy_counter_state(c);
+	s64 local = READ_ONCE(c->local);
+
+	if (likely(state & LAZY_COUNTER_LAZY))
+		return local + __lazy_counter_decode(state);
+	return local + __lazy_counter_sum_upgraded(c);
+}
+
+/**
+ * lazy_counter_sum_positive() - lazy_counter_sum(), clamped at zero
+ * @c: the counter
+ *
+ * Context: Any context except NMI.
+ * Return: the value, or 0 if it is negative.
+ */
+static inline s64 lazy_counter_sum_positive(const struct lazy_counter *c)
+{
+	s64 v = lazy_counter_sum(c);
+
+	return v > 0 ? v : 0;
+}
+
+/**
+ * lazy_counter_sum_local() - exact value as the owning context sees it
+ * @c: the counter
+ *
+ * Called by the single updating context: its own updates are all
+ * included (it is the only writer of @c->local), plus every remote update
+ * that completed before the call.
+ *
+ * Context: The owning context (not NMI).
+ * Return: the value.
+ */
+static inline s64 lazy_counter_sum_local(const struct lazy_counter *c)
+{
+	long state = __lazy_counter_state(c);
+
+	if (likely(state & LAZY_COUNTER_LAZY))
+		return c->local + __lazy_counter_decode(state);
+	return c->local + __lazy_counter_sum_upgraded(c);
+}
+
+/**
+ * struct lazy_counter_auto - automatic upgrade of one array of counters
+ * @c: the array
+ * @nr: its length
+ * @target: what to upgrade to
+ * @threshold: remote adds within one window that trigger the upgrade
+ * @window_start: jiffies when the current window began (racy, advisory)
+ * @events: remote adds seen in lazy mode in the current window
+ * @work: runs the upgrade (process context)
+ *
+ * Remote adds made through lazy_counter_add_remote_auto() are counted
+ * while the array is lazy; when @threshold of them fall within one second
+ * the upgrade is queued on a workqueue.  A failed upgrade is retried on a
+ * later burst.
+ */
+struct lazy_counter_auto {
+	struct lazy_counter *c;
+	unsigned int nr;
+	enum lazy_counter_target target;
+	unsigned int threshold;
+	unsigned long window_start;
+	atomic_t events;
+	struct work_struct work;
+};
+
+void lazy_counter_auto_init(struct lazy_counter_auto *a, struct lazy_counter *c,
+			    unsigned int nr, enum lazy_counter_target target,
+			    unsigned int threshold);
+void __lazy_counter_auto_event(struct lazy_counter_auto *a);
+void lazy_counter_auto_destroy(struct lazy_counter_auto *a);
+
+/**
+ * lazy_counter_add_remote_auto() - lazy_counter_add_remote() with rate check
+ * @a: the array's automatic-upgrade state
+ * @idx: which counter of the array
+ * @amount: signed amount
+ *
+ * Costs one more atomic increment while the array is lazy, nothing more
+ * once it is upgraded.
+ *
+ * Context: Any context except NMI.
+ */
+static inline void lazy_counter_add_remote_auto(struct lazy_counter_auto *a,
+						unsigned int idx, s64 amount)
+{
+	lazy_counter_add_remote(&a->c[idx], amount);
+	if (unlikely(lazy_counter_is_lazy(&a->c[0])))
+		__lazy_counter_auto_event(a);
+}
+
+/**
+ * struct lazy_counter_stats - module-wide statistics
+ * @upgrades: arrays upgraded
+ * @upgrade_failures: upgrades that failed (allocation or injected)
+ * @upgrade_races: upgrades that lost to a concurrent upgrade of the array
+ * @live_groups: upgraded arrays not yet destroyed
+ * @pcpu_allocs: per-CPU allocations made for targets
+ * @auto_triggers: automatic upgrades queued (rate threshold crossed)
+ * @auto_upgrades: automatic upgrades that completed
+ * @redirects: remote adds that raced with a switch and were redirected
+ */
+struct lazy_counter_stats {
+	u64 upgrades;
+	u64 upgrade_failures;
+	u64 upgrade_races;
+	u64 live_groups;
+	u64 pcpu_allocs;
+	u64 auto_triggers;
+	u64 auto_upgrades;
+	u64 redirects;
+};
+
+void lazy_counter_get_stats(struct lazy_counter_stats *st);
+
+/* Module internals (not exported): setup, teardown and test hooks. */
+int lazy_counter_module_init(void);
+void lazy_counter_module_exit(void);
+void lazy_counter_inject_failure(unsigned int nth);
+void lazy_counter_fold_cpu(struct lazy_counter *c, unsigned int cpu);
+u64 lazy_counter_read_slack(const struct lazy_counter *c);
+long lazy_counter_batch(void);
+
+#endif /* _PCPU_NEXT_LAZY_COUNTER_H */

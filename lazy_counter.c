@@ -1,0 +1,1451 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Dual-mode (lazy) per-CPU counters.
+ *
+ * Problem.  A per-CPU counter costs a per-CPU allocation (and its
+ * zeroing over every possible CPU) at init and a free at destroy.  For a
+ * short-lived object that one context updates (the RSS counters of a
+ * single-threaded process) that cost buys nothing.  A lazy counter starts
+ * as three words and only pays for per-CPU storage when the user says the
+ * counter became shared: lazy_counter_upgrade_many().
+ *
+ *   lazy mode                              upgraded
+ *   +--------------------------+           +--------------------------+
+ *   | local   (owner, plain)   |           | local   (frozen, summed) |
+ *   | state = remote<<1 | 1    |  ------>  | state: bit0 = 0 (dead)   |
+ *   | slot  = NULL             |  upgrade  | slot  ---------------------+
+ *   +--------------------------+           +--------------------------+ |
+ *      add_local: local += a                 add_*: target add          |
+ *      add_remote: fetch_add(state, 2a)                                 |
+ *                                                                       v
+ *     lazy_group (one per upgraded array of N counters)
+ *     +------------+------------------------------------------+
+ *     | node, nr   | slot[0] | slot[1] | ... | slot[N-1]      |
+ *     | pcpu ------+--> one per-CPU allocation: N x s32 per CPU
+ *     +------------+------------------------------------------+
+ *     slot = { ops, group, base, ready, flat: { lock, count, pcpu } }
+ *
+ * Value of a counter:
+ *   lazy:     local + decode(state)            decode(x) = x >> 1
+ *   upgraded: local + slot->base + target value (flat: count + sum of
+ *             the per-CPU s32 deltas)
+ *
+ * Remote adds add 2a to @state, which never changes bit 0, so in lazy mode
+ * a remote add is one atomic fetch-and-add, as cheap as atomic_long_add()
+ * (a compare-and-exchange loop would collapse under contention).  The
+ * remote total has 63 bits: [LAZY_COUNTER_REMOTE_MIN, _MAX].
+ *
+ * Invariants.
+ *  (I1) @local is written only by the owning context (add_local while it
+ *       observes lazy mode).  It is never reset, not even by the upgrade,
+ *       so an add_local that observed lazy mode just before the switch and
+ *       stores afterwards is still counted.  That is why the upgrade
+ *       needs no cooperation from the owner and may run from any
+ *       sleepable context (another task, a workqueue).
+ *  (I2) Bit 0 of @state goes from 1 to 0 exactly once per counter (until
+ *       destroy), by one xchg(state, 0) issued after @slot was set.  The
+ *       value the xchg returns is the remote total carried into
+ *       slot->base, which is published (slot->ready, release) right after
+ *       with interrupts off.
+ *  (I3) Every allocation an upgrade needs (group, per-CPU storage) is
+ *       made before the first counter is switched; a failure therefore
+ *       leaves every counter of the array lazy and fully working.
+ *  (I4) Counter 0's @slot is the claim: concurrent upgrades of one array
+ *       race on cmpxchg(c[0].slot, NULL, ...); the loser frees its
+ *       unpublished group and returns 0.  Only the winner writes the other
+ *       counters' @slot and switches any counter.
+ *  (I5) A flat group is on lazy_flat_groups from before its first switch
+ *       until destroy, so the CPU-dead callback folds every per-CPU delta
+ *       that could exist.
+ *
+ * Memory ordering.  Lossless remote updates: in lazy mode every
+ * add_remote() is a fetch_add on @state and the switch is an xchg on
+ * @state; all RMWs of one location are totally ordered.  An add ordered
+ * before the xchg is contained in the value the xchg returns, hence in
+ * slot->base.  An add ordered after it returns a value with bit 0 clear
+ * (the xchg stored 0 and adds never set bit 0), so the adder knows its
+ * add landed in the dead word and repeats it on the target.  An adder that
+ * already loads a clear bit 0 goes to the target directly.  Nothing falls
+ * between, and the dead word's later contents are never read.
+ * Publication: the upgrader fills the slot (ops, lock, pcpu pointer;
+ * per-CPU storage comes zeroed) and stores @slot before the fully ordered
+ * xchg; updaters and readers load @state with acquire (the fetch_add is
+ * acquire too), so a clear bit 0 makes @slot and the slot's target fields
+ * visible.  Only readers need slot->base: they wait for slot->ready
+ * (acquire), which the upgrader sets a few instructions after the xchg
+ * with interrupts off, so the wait is short and cannot be an interrupt
+ * spinning on the upgrader's own CPU.  Adders never wait.  Local adds use
+ * WRITE_ONCE/READ_ONCE only so that the single-writer word is never torn
+ * or re-stored by the compiler under concurrent readers.
+ *
+ * Compared with the RFC this follows (a percpu_counter whose pointer word
+ * doubles as the tagged remote count, switched by xchg and with the local
+ * count becoming the central count): here the owner's word stays separate
+ * and summed (I1), so upgrades need not be run by the owner; remote adds
+ * are fetch-and-add, not a cmpxchg loop; the flat target keeps its own
+ * hotplug list instead of the kernel's unexported one.
+ *
+ * Locking.
+ *  - lazy_flat_lock (spinlock, irqsave) protects lazy_flat_groups, the
+ *    list of flat groups that the CPU-dead callback walks.
+ *  - slot->flat.lock (raw spinlock, irqsave) protects slot->flat.count and
+ *    serialises folding of per-CPU deltas into it (batch overflow in add,
+ *    CPU-dead fold) against exact sums.  Nests inside lazy_flat_lock.
+ *  - Upgrades of one array are serialised by I4, not by a lock.  Destroy
+ *    requires that nobody else uses the array any more.
+ *
+ * CPU hotplug.  The kernel's list of percpu_counters is not exported, so
+ * the flat target has its own dead-CPU callback (a dynamic state in the
+ * BP prepare section, run on a control CPU after the CPU died) that folds
+ * the dead CPU's deltas into each count.  Exact sums visit online and
+ * dying CPUs, as percpu_counter does.
+ *
+ * Targets.  An upgrade target is a struct lazy_target_ops: setup/teardown
+ * of a group's storage and add/read/sum/fold/slack of one slot, chosen per
+ * array at upgrade time.  The flat target is called directly on the hot
+ * path; other targets through the table.  The tree target
+ * (LAZY_COUNTER_TREE) puts each counter of the array on a hierarchical
+ * counter tree (counter_tree.c): all trees' level-0 counters in one
+ * per-CPU allocation, trees and items in one kmalloc(); its precise sum
+ * visits every possible CPU, so it needs no hotplug callback.  The lazy
+ * protocol above is target-independent: only the add/sum entry points and
+ * setup/teardown differ.
+ *
+ * Automatic upgrade (optional, per array).  A struct lazy_counter_auto
+ * counts the remote adds made through lazy_counter_add_remote_auto()
+ * while the array is lazy; when a threshold is reached within one second
+ * it queues lazy_counter_upgrade_many() on system_unbound_wq.  This is the
+ * case I1 makes safe: the upgrade runs in a worker while the owner keeps
+ * adding locally.  lazy_counter_auto_destroy() cancels the work first.
+ *
+ * Allocation.  Per-CPU storage for the flat target comes from
+ * lazy_pcpu_alloc(), from the project's allocator (pcpu_alloc.c);
+ * the tree target's comes from counter_tree.c's own helper.  A test hook
+ * (lazy_counter_inject_failure()) fails the n-th allocation step of the
+ * next upgrades: step 1 the group, step 2 the target's storage.
+ */
+
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/cpu.h>
+#include <linux/cpuhotplug.h>
+#include <linux/cpumask.h>
+#include <linux/kthread.h>
+#include <linux/list.h>
+#include <linux/module.h>
+#include <linux/overflow.h>
+#include <linux/percpu.h>
+#include <linux/percpu_counter.h>
+#include <linux/sched.h>
+#include <linux/slab.h>
+#include <linux/spinlock.h>
+#include <linux/workqueue.h>
+
+#include <pcpu_next/counter_tree.h>
+#include <pcpu_next/internal.h>
+#include <pcpu_next/lazy_counter.h>
+#include <pcpu_next/pcpu_alloc.h>
+
+struct lazy_slot;
+struct lazy_group;
+
+/**
+ * struct lazy_target_ops - one kind of per-CPU upgrade target
+ * @name: for messages
+ * @setup: allocate and link the group's storage; may sleep
+ * @teardown: undo @setup; any context except NMI
+ * @add: add to one slot; any context except NMI
+ * @read: fast approximate value of one slot (without base)
+ * @sum: exact value of one slot (without base)
+ * @fold_cpu: move @cpu's delta into the central part (hotplug), or NULL
+ * @slack: largest |read - sum| of one slot at quiescence
+ */
+struct lazy_target_ops {
+	const char *name;
+	int (*setup)(struct lazy_group *g, gfp_t gfp);
+	void (*teardown)(struct lazy_group *g);
+	void (*add)(struct lazy_slot *s, s64 amount);
+	s64 (*read)(struct lazy_slot *s);
+	s64 (*sum)(struct lazy_slot *s);
+	void (*fold_cpu)(struct lazy_slot *s, unsigned int cpu);
+	u64 (*slack)(struct lazy_slot *s);
+};
+
+/**
+ * struct lazy_slot - one upgraded counter's place in its target
+ * @ops: the target
+ * @group: the group the slot belongs to
+ * @base: remote total at the switch; valid once @ready is set, then
+ *	  read-only
+ * @ready: set (release) once @base is written
+ * @flat: LAZY_COUNTER_FLAT state
+ * @flat.lock: protects @flat.count and the folding of per-CPU deltas
+ * @flat.count: folded deltas
+ * @flat.pcpu: this slot's s32 per CPU, inside the group's allocation
+ * @tree: LAZY_COUNTER_TREE: this slot's counter tree, inside the group's
+ *	  tree array (@group->priv)
+ */
+struct lazy_slot {
+	const struct lazy_target_ops *ops;
+	struct lazy_group *group;
+	s64 base;
+	int ready;
+	union {
+		struct {
+			raw_spinlock_t lock;
+			s64 count;
+			s32 __percpu *pcpu;
+		} flat;
+		struct pn_ctree *tree;
+	};
+};
+
+/**
+ * struct lazy_group - the target storage of one upgraded array
+ * @node: on lazy_flat_groups (flat target), under lazy_flat_lock
+ * @pcpu: the one per-CPU allocation shared by all slots (flat target)
+ * @priv: the tree target's trees and items (one allocation)
+ * @nr: number of counters (and slots)
+ * @slot: one per counter
+ */
+struct lazy_group {
+	struct list_head node;
+	void __percpu *pcpu;
+	void *priv;
+	unsigned int nr;
+	struct lazy_slot slot[] __counted_by(nr);
+};
+
+/* lazy_flat_lock protects lazy_flat_groups (walked by lazy_cpu_dead()). */
+static DEFINE_SPINLOCK(lazy_flat_lock);
+static LIST_HEAD(lazy_flat_groups);
+
+static int lazy_hp_state = -1;
+
+static atomic_long_t lazy_stat_upgrades;
+static atomic_long_t lazy_stat_failures;
+static atomic_long_t lazy_stat_races;
+static atomic_long_t lazy_stat_live;
+static atomic_long_t lazy_stat_pcpu_allocs;
+static atomic_long_t lazy_stat_auto_triggers;
+static atomic_long_t lazy_stat_auto_upgrades;
+static atomic_long_t lazy_stat_redirects;
+
+/* Test hook: the n-th allocation step from now fails (0: none). */
+static atomic_t lazy_fail_countdown = ATOMIC_INIT(0);
+
+static bool lazy_should_fail(void)
+{
+	if (likely(!atomic_read(&lazy_fail_countdown)))
+		return false;
+	return atomic_dec_if_positive(&lazy_fail_countdown) == 0;
+}
+
+/**
+ * lazy_counter_inject_failure() - make an upgrade's allocation fail
+ * @nth: 1 fails the next allocation step, 2 the one after, ...; 0 clears.
+ *	 An upgrade makes two steps: the group, then the per-CPU storage.
+ *
+ * Test hook for KUnit, not exported.
+ *
+ * Context: Any context.
+ */
+void lazy_counter_inject_failure(unsigned int nth)
+{
+	atomic_set(&lazy_fail_countdown, nth);
+}
+
+/*
+ * The one place that obtains per-CPU storage for the flat target: the
+ * project's allocator (pcpu_alloc.c), whose sized API has the contract of
+ * __alloc_percpu_gfp() (zeroed on every possible CPU, at most 32 KiB, so
+ * at most 8192 counters per upgrade) without the kernel's global lock.
+ */
+static void __percpu *lazy_pcpu_alloc(size_t size, size_t align, gfp_t gfp)
+{
+	void __percpu *p;
+
+	if (lazy_should_fail())
+		return NULL;
+	p = pn_alloc_percpu_gfp(size, align, gfp);
+	if (p)
+		atomic_long_inc(&lazy_stat_pcpu_allocs);
+	return p;
+}
+
+static void lazy_pcpu_free(void __percpu *p)
+{
+	pn_free_percpu(p);
+}
+
+/* ---- flat target ------------------------------------------------------- */
+
+/**
+ * lazy_counter_batch() - the flat target's folding threshold
+ *
+ * The per-CPU delta stays below this in absolute value; it follows
+ * percpu_counter_batch so that the comparison with percpu_counter is fair.
+ *
+ * Return: the batch.
+ */
+long lazy_counter_batch(void)
+{
+	return READ_ONCE(percpu_counter_batch);
+}
+
+static __always_inline void lazy_flat_add(struct lazy_slot *s, s64 amount)
+{
+	s32 batch = READ_ONCE(percpu_counter_batch);
+	unsigned long flags;
+#ifdef CONFIG_HAVE_CMPXCHG_LOCAL
+	s32 old = this_cpu_read(*s->flat.pcpu);
+	s64 new;
+
+	/*
+	 * Fast path: a CPU-local cmpxchg, so that an interrupt on this CPU
+	 * between the test and the store cannot push the delta past the
+	 * batch.  Slow path: with interrupts off and the lock held, move the
+	 * whole delta of this CPU (the one we are on now) into count.
+	 */
+	do {
+		new = (s64)old + amount;
+		if (unlikely(abs(new) >= batch)) {
+			raw_spin_lock_irqsave(&s->flat.lock, flags);
+			old = __this_cpu_read(*s->flat.pcpu);
+			s->flat.count += (s64)old + amount;
+			__this_cpu_sub(*s->flat.pcpu, old);
+			raw_spin_unlock_irqrestore(&s->flat.lock, flags);
+			return;
+		}
+	} while (!this_cpu_try_cmpxchg(*s->flat.pcpu, &old, (s32)new));
+#else
+	s64 new;
+
+	local_irq_save(flags);
+	new = (s64)__this_cpu_read(*s->flat.pcpu) + amount;
+	if (abs(new) >= batch) {
+		raw_spin_lock(&s->flat.lock);
+		s->flat.count += new;
+		__this_cpu_write(*s->flat.pcpu, 0);
+		raw_spin_unlock(&s->flat.lock);
+	} else {
+		__this_cpu_write(*s->flat.pcpu, (s32)new);
+	}
+	local_irq_restore(flags);
+#endif
+}
+
+static s64 lazy_flat_read(struct lazy_slot *s)
+{
+	return READ_ONCE(s->flat.count);
+}
+
+static s64 lazy_flat_sum(struct lazy_slot *s)
+{
+	unsigned long flags;
+	unsigned int cpu;
+	s64 ret;
+
+	raw_spin_lock_irqsave(&s->flat.lock, flags);
+	ret = s->flat.count;
+	for_each_cpu_or(cpu, cpu_online_mask, cpu_dying_mask)
+		ret += *per_cpu_ptr(s->flat.pcpu, cpu);
+	raw_spin_unlock_irqrestore(&s->flat.lock, flags);
+	return ret;
+}
+
+/* Fold @cpu's delta into count: @cpu is dead, or nobody updates @s. */
+static void lazy_flat_fold_cpu(struct lazy_slot *s, unsigned int cpu)
+{
+	unsigned long flags;
+	s32 *p;
+
+	raw_spin_lock_irqsave(&s->flat.lock, flags);
+	p = per_cpu_ptr(s->flat.pcpu, cpu);
+	s->flat.count += *p;
+	*p = 0;
+	raw_spin_unlock_irqrestore(&s->flat.lock, flags);
+}
+
+static int lazy_flat_setup(struct lazy_group *g, gfp_t gfp)
+{
+	unsigned long flags;
+	s32 __percpu *pcpu;
+	unsigned int i;
+
+	pcpu = lazy_pcpu_alloc(array_size(g->nr, sizeof(s32)),
+			       __alignof__(s32), gfp);
+	if (!pcpu)
+		return -ENOMEM;
+	g->pcpu = pcpu;
+	for (i = 0; i < g->nr; i++) {
+		struct lazy_slot *s = &g->slot[i];
+
+		raw_spin_lock_init(&s->flat.lock);
+		s->flat.count = 0;
+		s->flat.pcpu = pcpu + i;
+	}
+	spin_lock_irqsave(&lazy_flat_lock, flags);
+	list_add(&g->node, &lazy_flat_groups);
+	spin_unlock_irqrestore(&lazy_flat_lock, flags);
+	return 0;
+}
+
+static void lazy_flat_teardown(struct lazy_group *g)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&lazy_flat_lock, flags);
+	list_del(&g->node);
+	spin_unlock_irqrestore(&lazy_flat_lock, flags);
+	lazy_pcpu_free(g->pcpu);
+}
+
+static u64 lazy_flat_slack(struct lazy_slot *s)
+{
+	/* every CPU that ever ran may hold |delta| < batch */
+	return (u64)lazy_counter_batch() * nr_cpu_ids;
+}
+
+static const struct lazy_target_ops lazy_flat_ops = {
+	.name = "flat",
+	.setup = lazy_flat_setup,
+	.teardown = lazy_flat_teardown,
+	.add = lazy_flat_add,
+	.read = lazy_flat_read,
+	.sum = lazy_flat_sum,
+	.fold_cpu = lazy_flat_fold_cpu,
+	.slack = lazy_flat_slack,
+};
+
+/* ---- tree target: the hierarchical counter tree (counter_tree.c) ---------- */
+
+/*
+ * The trees of a group and their items share one kmalloc(): the array of
+ * struct pn_ctree first, then the items, which must be cache-line
+ * aligned; a power-of-two kmalloc() size is naturally aligned, so the
+ * size is rounded up to one.  The level-0 per-CPU counters of all trees
+ * are one per-CPU allocation made by pn_ctree_init_many().  Level 0 is
+ * summed over every possible CPU, so the tree needs no hotplug callback.
+ */
+static int lazy_tree_setup(struct lazy_group *g, gfp_t gfp)
+{
+	size_t isz = pn_ctree_items_size();
+	size_t hdr = ALIGN(array_size(g->nr, sizeof(struct pn_ctree)),
+			   SMP_CACHE_BYTES);
+	size_t total = size_add(hdr, array_size(g->nr, isz));
+	unsigned long batch;
+	struct pn_ctree *trees;
+	unsigned int i;
+	int ret;
+
+	if (lazy_should_fail())
+		return -ENOMEM;
+	if (total > KMALLOC_MAX_SIZE / 2)
+		return -ENOMEM;
+	trees = kzalloc(roundup_pow_of_two(total), gfp);
+	if (!trees)
+		return -ENOMEM;
+	batch = roundup_pow_of_two(max(lazy_counter_batch(), 2L));
+	ret = pn_ctree_init_many(trees, isz ? (void *)trees + hdr : NULL,
+				 g->nr, batch, gfp);
+	if (ret) {
+		kfree(trees);
+		return ret;
+	}
+	atomic_long_inc(&lazy_stat_pcpu_allocs);
+	g->priv = trees;
+	for (i = 0; i < g->nr; i++)
+		g->slot[i].tree = &trees[i];
+	return 0;
+}
+
+static void lazy_tree_teardown(struct lazy_group *g)
+{
+	pn_ctree_destroy_many(g->priv, g->nr);
+	kfree(g->priv);
+}
+
+static void lazy_tree_add(struct lazy_slot *s, s64 amount)
+{
+	pn_ctree_add(s->tree, amount);
+}
+
+static s64 lazy_tree_read(struct lazy_slot *s)
+{
+	return pn_ctree_approx_sum(s->tree);
+}
+
+static s64 lazy_tree_sum(struct lazy_slot *s)
+{
+	return pn_ctree_precise_sum(s->tree);
+}
+
+static u64 lazy_tree_slack(struct lazy_slot *s)
+{
+	unsigned long under = 0, over = 0;
+
+	pn_ctree_accuracy_range(s->tree, &under, &over);
+	return max(under, over);
+}
+
+static const struct lazy_target_ops lazy_tree_ops = {
+	.name = "tree",
+	.setup = lazy_tree_setup,
+	.teardown = lazy_tree_teardown,
+	.add = lazy_tree_add,
+	.read = lazy_tree_read,
+	.sum = lazy_tree_sum,
+	.slack = lazy_tree_slack,
+};
+
+static const struct lazy_target_ops *const lazy_targets[LAZY_COUNTER_NR_TARGETS] = {
+	[LAZY_COUNTER_FLAT] = &lazy_flat_ops,
+	[LAZY_COUNTER_TREE] = &lazy_tree_ops,
+};
+
+/* CPU-dead callback: runs on a control CPU after @cpu stopped. */
+static int lazy_cpu_dead(unsigned int cpu)
+{
+	struct lazy_group *g;
+	unsigned long flags;
+	unsigned int i;
+
+	spin_lock_irqsave(&lazy_flat_lock, flags);
+	list_for_each_entry(g, &lazy_flat_groups, node)
+		for (i = 0; i < g->nr; i++)
+			lazy_flat_fold_cpu(&g->slot[i], cpu);
+	spin_unlock_irqrestore(&lazy_flat_lock, flags);
+	return 0;
+}
+
+/* ---- upgraded-mode entry points ---------------------------------------- */
+
+/*
+ * The slot of a counter whose state was seen upgraded (acquire), with its
+ * base valid.  The upgrader writes base with interrupts off right after
+ * its xchg, so the wait lasts a few instructions, and a reader cannot be
+ * an interrupt on the upgrader's CPU inside that window (NMI excepted).
+ */
+static struct lazy_slot *lazy_ready_slot(const struct lazy_counter *c)
+{
+	struct lazy_slot *s = READ_ONCE(c->slot);
+
+	/* pairs with the release in lazy_switch(): base is valid after */
+	while (unlikely(!smp_load_acquire(&s->ready)))
+		cpu_relax();
+	return s;
+}
+
+/**
+ * __lazy_counter_add_upgraded() - add to an upgraded counter
+ * @c: the counter; bit 0 of its state was seen clear (acquire)
+ * @amount: signed amount
+ *
+ * Out-of-line half of lazy_counter_add_local()/lazy_counter_add_remote().
+ * Adds do not need the slot's base, so they never wait for it.
+ *
+ * Context: Any context except NMI.
+ */
+void __lazy_counter_add_upgraded(const struct lazy_counter *c, s64 amount)
+{
+	struct lazy_slot *s = READ_ONCE(c->slot);
+
+	if (likely(s->ops == &lazy_flat_ops))
+		lazy_flat_add(s, amount);
+	else
+		s->ops->add(s, amount);
+}
+EXPORT_SYMBOL_GPL(__lazy_counter_add_upgraded);
+
+/**
+ * __lazy_counter_add_redirected() - redo a remote add that hit a dead word
+ * @c: the counter; its fetch-and-add returned a value with bit 0 clear
+ * @amount: signed amount
+ *
+ * The rare race of lazy_counter_add_remote() with the switch: counted, so
+ * that stress runs show the path is taken, then added to the target.
+ *
+ * Context: Any context except NMI.
+ */
+void __lazy_counter_add_redirected(const struct lazy_counter *c, s64 amount)
+{
+	atomic_long_inc(&lazy_stat_redirects);
+	__lazy_counter_add_upgraded(c, amount);
+}
+EXPORT_SYMBOL_GPL(__lazy_counter_add_redirected);
+
+/**
+ * __lazy_counter_read_upgraded() - fast value of an upgraded counter
+ * @c: the counter; bit 0 of its state was seen clear (acquire)
+ *
+ * Context: Any context except NMI.
+ * Return: the target's approximate value plus the carried remote total.
+ */
+s64 __lazy_counter_read_upgraded(const struct lazy_counter *c)
+{
+	struct lazy_slot *s = lazy_ready_slot(c);
+
+	return s->base + s->ops->read(s);
+}
+EXPORT_SYMBOL_GPL(__lazy_counter_read_upgraded);
+
+/**
+ * __lazy_counter_sum_upgraded() - exact value of an upgraded counter
+ * @c: the counter; bit 0 of its state was seen clear (acquire)
+ *
+ * Context: Any context except NMI.
+ * Return: the target's exact value plus the carried remote total.
+ */
+s64 __lazy_counter_sum_upgraded(const struct lazy_counter *c)
+{
+	struct lazy_slot *s = lazy_ready_slot(c);
+
+	return s->base + s->ops->sum(s);
+}
+EXPORT_SYMBOL_GPL(__lazy_counter_sum_upgraded);
+
+/* ---- lifetime ------------------------------------------------------------ */
+
+/*
+ * Switch one counter whose c->slot is already @s (I2): the xchg takes the
+ * remote total and clears bit 0 in one step; base is published right
+ * after, with interrupts off so that no reader waiting for it can run on
+ * this CPU in between.
+ */
+static void lazy_switch(struct lazy_counter *c, struct lazy_slot *s)
+{
+	unsigned long flags;
+	long old;
+
+	local_irq_save(flags);
+	old = atomic_long_xchg(&c->state, 0);
+	s->base = __lazy_counter_decode(old);
+	smp_store_release(&s->ready, 1);	/* base before ready */
+	local_irq_restore(flags);
+	WARN_ON_ONCE(!(old & LAZY_COUNTER_LAZY));
+}
+
+static void lazy_group_free(struct lazy_group *g)
+{
+	g->slot[0].ops->teardown(g);
+	kfree(g);
+	atomic_long_dec(&lazy_stat_live);
+}
+
+/**
+ * lazy_counter_upgrade_many() - move an array of counters to per-CPU storage
+ * @c: the array, initialised by lazy_counter_init_many() with the same @nr
+ * @nr: number of counters
+ * @target: the kind of per-CPU counter to become
+ * @gfp: allocation flags (GFP_KERNEL, possibly with __GFP_ACCOUNT)
+ *
+ * One group allocation and one per-CPU allocation serve all @nr counters.
+ * Updaters keep running during the upgrade; no update is lost (see the
+ * ordering argument at the top of this file).  Concurrent upgrades of the
+ * same array are allowed: one wins, the others free their storage and
+ * return 0, possibly before the winner switched the last counter.
+ *
+ * Context: Process context, may sleep; no spinlock held.
+ * Return: 0 if the array is (being) upgraded; -EINVAL for a bad @nr or
+ * @target; -ENOMEM if an allocation failed, in which case every counter is
+ * still lazy and fully working.
+ */
+int lazy_counter_upgrade_many(struct lazy_counter *c, unsigned int nr,
+			      enum lazy_counter_target target, gfp_t gfp)
+{
+	const struct lazy_target_ops *ops;
+	struct lazy_group *g;
+	unsigned int i;
+	int ret;
+
+	might_sleep();
+	if (!nr || target >= LAZY_COUNTER_NR_TARGETS || !lazy_targets[target])
+		return -EINVAL;
+	ops = lazy_targets[target];
+	/* already upgraded, or claimed by an upgrade in progress */
+	if (!lazy_counter_is_lazy(&c[0]) || READ_ONCE(c[0].slot))
+		return 0;
+
+	g = lazy_should_fail() ? NULL :
+	    kzalloc(struct_size(g, slot, nr), gfp);
+	if (!g) {
+		ret = -ENOMEM;
+		goto fail;
+	}
+	g->nr = nr;
+	for (i = 0; i < nr; i++) {
+		g->slot[i].ops = ops;
+		g->slot[i].group = g;
+	}
+	ret = ops->setup(g, gfp);
+	if (ret)
+		goto free_group;
+	atomic_long_inc(&lazy_stat_live);
+
+	/* I4: claim the array on counter 0, fully ordered. */
+	if (cmpxchg(&c[0].slot, NULL, &g->slot[0])) {
+		atomic_long_inc(&lazy_stat_races);
+		lazy_group_free(g);
+		return 0;
+	}
+	for (i = 1; i < nr; i++)
+		WRITE_ONCE(c[i].slot, &g->slot[i]);
+	for (i = 0; i < nr; i++)
+		lazy_switch(&c[i], &g->slot[i]);
+	atomic_long_inc(&lazy_stat_upgrades);
+	return 0;
+
+free_group:
+	kfree(g);
+fail:
+	atomic_long_inc(&lazy_stat_failures);
+	return ret;
+}
+EXPORT_SYMBOL_GPL(lazy_counter_upgrade_many);
+
+/**
+ * __lazy_counter_destroy_upgraded() - release an upgraded array
+ * @c: the array; c[0].slot is set
+ * @nr: number of counters, as given to lazy_counter_init_many()
+ *
+ * Out-of-line half of lazy_counter_destroy_many().  The counters are left
+ * in a state that later adds trip over (upgraded mode, no slot), and a
+ * second destroy is a no-op.
+ *
+ * Context: Any context except NMI.
+ */
+void __lazy_counter_destroy_upgraded(struct lazy_counter *c, unsigned int nr)
+{
+	struct lazy_slot *s = c[0].slot;
+	unsigned int i;
+
+	for (i = 0; i < nr; i++) {
+		atomic_long_set(&c[i].state, 0);
+		c[i].slot = NULL;
+	}
+	WARN_ON_ONCE(s->group->nr != nr || s != &s->group->slot[0]);
+	lazy_group_free(s->group);
+}
+EXPORT_SYMBOL_GPL(__lazy_counter_destroy_upgraded);
+
+/* ---- automatic upgrade ---------------------------------------------------- */
+
+static void lazy_auto_work(struct work_struct *work)
+{
+	struct lazy_counter_auto *a = container_of(work, struct lazy_counter_auto,
+						   work);
+
+	if (!lazy_counter_upgrade_many(a->c, a->nr, a->target, GFP_KERNEL))
+		atomic_long_inc(&lazy_stat_auto_upgrades);
+}
+
+/**
+ * lazy_counter_auto_init() - watch an array's remote update rate
+ * @a: the state to initialise
+ * @c: the array, already initialised with lazy_counter_init_many()
+ * @nr: its length
+ * @target: what to upgrade to
+ * @threshold: remote adds per second that trigger the upgrade (>= 1)
+ *
+ * Context: Any context.
+ */
+void lazy_counter_auto_init(struct lazy_counter_auto *a, struct lazy_counter *c,
+			    unsigned int nr, enum lazy_counter_target target,
+			    unsigned int threshold)
+{
+	a->c = c;
+	a->nr = nr;
+	a->target = target;
+	a->threshold = max(threshold, 1U);
+	a->window_start = jiffies;
+	atomic_set(&a->events, 0);
+	INIT_WORK(&a->work, lazy_auto_work);
+}
+EXPORT_SYMBOL_GPL(lazy_counter_auto_init);
+
+/**
+ * __lazy_counter_auto_event() - count one remote add of a lazy array
+ * @a: the array's automatic-upgrade state
+ *
+ * The window is advisory: concurrent resets may drop a few events, which
+ * only delays the trigger.  The upgrade is queued when the count reaches
+ * the threshold exactly, so one burst queues it once; queue_work() also
+ * ignores an already pending item.
+ *
+ * Context: Any context except NMI.
+ */
+void __lazy_counter_auto_event(struct lazy_counter_auto *a)
+{
+	unsigned long start = READ_ONCE(a->window_start);
+
+	if (time_after(jiffies, start + HZ)) {
+		WRITE_ONCE(a->window_start, jiffies);
+		atomic_set(&a->events, 0);
+	}
+	if (atomic_inc_return(&a->events) == a->threshold) {
+		atomic_long_inc(&lazy_stat_auto_triggers);
+		queue_work(system_unbound_wq, &a->work);
+	}
+}
+EXPORT_SYMBOL_GPL(__lazy_counter_auto_event);
+
+/**
+ * lazy_counter_auto_destroy() - stop watching and destroy the array
+ * @a: the state; its array is destroyed with lazy_counter_destroy_many()
+ *
+ * Waits for a queued or running automatic upgrade first.
+ *
+ * Context: Process context, may sleep.
+ */
+void lazy_counter_auto_destroy(struct lazy_counter_auto *a)
+{
+	cancel_work_sync(&a->work);
+	lazy_counter_destroy_many(a->c, a->nr);
+}
+EXPORT_SYMBOL_GPL(lazy_counter_auto_destroy);
+
+/**
+ * lazy_counter_fold_cpu() - run the CPU-dead fold for one counter's group
+ * @c: an upgraded counter
+ * @cpu: the CPU whose deltas are folded
+ *
+ * Test hook: what lazy_cpu_dead() does for @cpu, applied to the group of
+ * @c only.  Correct only while nobody updates the group on @cpu.
+ *
+ * Context: Any context except NMI.
+ */
+void lazy_counter_fold_cpu(struct lazy_counter *c, unsigned int cpu)
+{
+	struct lazy_group *g;
+	unsigned int i;
+
+	if (lazy_counter_is_lazy(c) || !c->slot)
+		return;
+	g = c->slot->group;
+	for (i = 0; i < g->nr; i++)
+		if (g->slot[i].ops->fold_cpu)
+			g->slot[i].ops->fold_cpu(&g->slot[i], cpu);
+}
+
+/**
+ * lazy_counter_read_slack() - how far read() may be from sum() at rest
+ * @c: the counter
+ *
+ * Test hook: 0 in lazy mode; the target's bound once upgraded.
+ *
+ * Context: Any context except NMI.
+ * Return: the largest |lazy_counter_read() - lazy_counter_sum()| at
+ * quiescence.
+ */
+u64 lazy_counter_read_slack(const struct lazy_counter *c)
+{
+	struct lazy_slot *s;
+
+	if (lazy_counter_is_lazy(c))
+		return 0;
+	s = lazy_ready_slot(c);
+	return s->ops->slack(s);
+}
+
+/**
+ * lazy_counter_get_stats() - snapshot of the module-wide statistics
+ * @st: filled in
+ *
+ * Context: Any context.
+ */
+void lazy_counter_get_stats(struct lazy_counter_stats *st)
+{
+	st->upgrades = atomic_long_read(&lazy_stat_upgrades);
+	st->upgrade_failures = atomic_long_read(&lazy_stat_failures);
+	st->upgrade_races = atomic_long_read(&lazy_stat_races);
+	st->live_groups = atomic_long_read(&lazy_stat_live);
+	st->pcpu_allocs = atomic_long_read(&lazy_stat_pcpu_allocs);
+	st->auto_triggers = atomic_long_read(&lazy_stat_auto_triggers);
+	st->auto_upgrades = atomic_long_read(&lazy_stat_auto_upgrades);
+	st->redirects = atomic_long_read(&lazy_stat_redirects);
+}
+EXPORT_SYMBOL_GPL(lazy_counter_get_stats);
+
+/**
+ * lazy_counter_module_init() - register the flat target's hotplug callback
+ *
+ * Context: Module init, may sleep.
+ * Return: 0 or -errno.
+ */
+int lazy_counter_module_init(void)
+{
+	int ret;
+
+	ret = cpuhp_setup_state_nocalls(CPUHP_BP_PREPARE_DYN,
+					"pcpu_next/lazy:dead", NULL,
+					lazy_cpu_dead);
+	if (ret < 0)
+		return ret;
+	lazy_hp_state = ret;
+	return 0;
+}
+
+/**
+ * lazy_counter_module_exit() - unregister the hotplug callback
+ *
+ * Every upgraded array must have been destroyed.
+ *
+ * Context: Module exit, may sleep.
+ */
+void lazy_counter_module_exit(void)
+{
+	if (lazy_hp_state >= 0)
+		cpuhp_remove_state_nocalls(lazy_hp_state);
+	lazy_hp_state = -1;
+	WARN_ON(!list_empty(&lazy_flat_groups));
+}
+
+/* ---- stress: test=lazy --------------------------------------------------- */
+
+#define LAZY_ST_NR		4	/* counters per simulated process */
+#define LAZY_ST_ROUND_MS	250	/* lifetime of one generation of processes */
+
+enum lazy_st_upgrade {
+	LAZY_ST_NEVER,		/* stays lazy; destroyed in lazy mode */
+	LAZY_ST_OWNER,		/* the owner upgrades */
+	LAZY_ST_REMOTE,		/* a remote thread upgrades */
+	LAZY_ST_BOTH,		/* owner and a remote thread race to upgrade */
+	LAZY_ST_INJECT,		/* the owner's first attempt fails (injected) */
+	LAZY_ST_AUTO,		/* remote adds go through the rate trigger */
+	LAZY_ST_NR_MODES,
+};
+
+/**
+ * struct lazy_st_proc - one simulated process
+ * @c: its counters (an rss_stat-like array)
+ * @init: their initial values
+ * @mode: who upgrades, and how
+ * @target: what it is upgraded to
+ * @upgrade_ns: when (ktime) the upgrade is due
+ * @done: an upgrade returned 0 (set by whoever did it)
+ * @autoup: automatic-upgrade state (LAZY_ST_AUTO)
+ */
+struct lazy_st_proc {
+	struct lazy_counter c[LAZY_ST_NR];
+	struct lazy_counter_auto autoup;
+	s64 init[LAZY_ST_NR];
+	enum lazy_st_upgrade mode;
+	enum lazy_counter_target target;
+	u64 upgrade_ns;
+	bool done;
+};
+
+/**
+ * struct lazy_st - one stress round
+ * @procs: the processes
+ * @nproc: their number
+ * @ref: per worker, per counter: what that worker added (private)
+ * @ops: per worker: updates done (private)
+ * @seed: round seed
+ * @bad_ret: first unexpected upgrade return value (0: none)
+ * @failures: upgrades that returned -ENOMEM
+ */
+struct lazy_st {
+	struct lazy_st_proc *procs;
+	unsigned int nproc;
+	s64 (*ref)[LAZY_ST_NR];
+	u64 *ops;
+	u64 seed;
+	atomic_t bad_ret;
+	atomic_t failures;
+};
+
+static s64 lazy_st_amount(u64 *rnd)
+{
+	u32 r = pn_rand_state(rnd);
+
+	if (!(r & 63))		/* now and then a large one, either sign */
+		return (r & 64 ? -1LL : 1LL) * ((s64)pn_rand_state(rnd) << 8);
+	return (s64)(r % 17) - 8;
+}
+
+static void lazy_st_try_upgrade(struct lazy_st *st, struct lazy_st_proc *p,
+				bool inject)
+{
+	int ret;
+
+	if (inject)
+		lazy_counter_inject_failure(1 + (pn_rand_state(&st->seed) & 1));
+	ret = lazy_counter_upgrade_many(p->c, LAZY_ST_NR, p->target,
+					GFP_KERNEL);
+	if (inject)
+		lazy_counter_inject_failure(0);
+	if (!ret)
+		WRITE_ONCE(p->done, true);
+	else if (ret == -ENOMEM)
+		atomic_inc(&st->failures);
+	else
+		atomic_cmpxchg(&st->bad_ret, 0, ret);
+}
+
+/*
+ * Worker idx < nproc owns process idx and updates it with add_local; the
+ * others update process (idx - nproc) % nproc with add_remote.  The first
+ * remote thread of a process is its remote upgrader.
+ */
+static int lazy_st_worker(struct pn_run *run, unsigned int idx, void *arg)
+{
+	struct lazy_st *st = arg;
+	bool owner = idx < st->nproc;
+	unsigned int pi = owner ? idx : (idx - st->nproc) % st->nproc;
+	struct lazy_st_proc *p = &st->procs[pi];
+	bool upgrader, tried_inject = false;
+	u64 rnd = st->seed ^ ((u64)idx << 32 | 0x5bd1e995);
+	s64 *ref = st->ref[idx];
+	u64 n = 0;
+
+	switch (p->mode) {
+	case LAZY_ST_OWNER:
+	case LAZY_ST_INJECT:
+		upgrader = owner;
+		break;
+	case LAZY_ST_REMOTE:
+		upgrader = idx == st->nproc + pi;
+		break;
+	case LAZY_ST_BOTH:
+		upgrader = owner || idx == st->nproc + pi;
+		break;
+	default:
+		upgrader = false;
+	}
+
+	while (!pn_should_stop(run)) {
+		unsigned int i = pn_rand_state(&rnd) % LAZY_ST_NR;
+		s64 v = lazy_st_amount(&rnd);
+
+		if (owner)
+			lazy_counter_add_local(&p->c[i], v);
+		else if (p->mode == LAZY_ST_AUTO)
+			lazy_counter_add_remote_auto(&p->autoup, i, v);
+		else
+			lazy_counter_add_remote(&p->c[i], v);
+		ref[i] += v;
+		if (!(++n & 63)) {
+			if (upgrader && !READ_ONCE(p->done) &&
+			    ktime_get_ns() >= p->upgrade_ns) {
+				bool inject = p->mode == LAZY_ST_INJECT &&
+					      !tried_inject;
+
+				tried_inject = true;
+				lazy_st_try_upgrade(st, p, inject);
+			}
+			cond_resched();
+		}
+	}
+	st->ops[idx] = n;
+	return 0;
+}
+
+/* Check every counter of every process at quiescence; 0 or -EIO. */
+static int lazy_st_check(struct pn_run *run, struct lazy_st *st,
+			 unsigned int nthreads)
+{
+	unsigned int pi, i, t;
+
+	for (pi = 0; pi < st->nproc; pi++) {
+		struct lazy_st_proc *p = &st->procs[pi];
+
+		for (i = 0; i < LAZY_ST_NR; i++) {
+			struct lazy_counter *c = &p->c[i];
+			s64 expect = p->init[i], sum, rd;
+
+			for (t = 0; t < nthreads; t++) {
+				unsigned int tp = t < st->nproc ? t :
+						  (t - st->nproc) % st->nproc;
+
+				if (tp == pi)
+					expect += st->ref[t][i];
+			}
+			sum = lazy_counter_sum(c);
+			rd = lazy_counter_read(c);
+			if (sum != expect || lazy_counter_sum_local(c) != expect) {
+				pn_fail(run, "proc%u.ctr%u:sum=%lld,expect=%lld,mode=%d,target=%d",
+					pi, i, sum, expect, p->mode, p->target);
+				return -EIO;
+			}
+			if (abs(rd - sum) > lazy_counter_read_slack(c)) {
+				pn_fail(run, "proc%u.ctr%u:read=%lld,sum=%lld",
+					pi, i, rd, sum);
+				return -EIO;
+			}
+			if (p->mode != LAZY_ST_AUTO &&
+			    lazy_counter_is_lazy(c) == READ_ONCE(p->done)) {
+				pn_fail(run, "proc%u.ctr%u:lazy=%d,upgraded=%d",
+					pi, i, lazy_counter_is_lazy(c), p->done);
+				return -EIO;
+			}
+		}
+	}
+	return 0;
+}
+
+static int lazy_stress(struct pn_run *run)
+{
+	unsigned int nthreads = max(run->p.threads, 2U);
+	unsigned int round_ms = min(run->p.duration_ms, LAZY_ST_ROUND_MS);
+	unsigned int rounds = max(run->p.duration_ms / round_ms, 1U);
+	struct lazy_counter_stats st0, st1;
+	unsigned int r, pi, i, upgraded = 0;
+	struct lazy_st st = {};
+	u64 ops = 0;
+	int ret = 0;
+
+	st.nproc = run->p.objects ? : max(nthreads / 4, 1U);
+	st.nproc = min(st.nproc, nthreads - 1);
+	nthreads = max(nthreads, 2 * st.nproc);
+	st.procs = kcalloc(st.nproc, sizeof(*st.procs), GFP_KERNEL);
+	st.ref = kcalloc(nthreads, sizeof(*st.ref), GFP_KERNEL);
+	st.ops = kcalloc(nthreads, sizeof(*st.ops), GFP_KERNEL);
+	if (!st.procs || !st.ref || !st.ops) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	lazy_counter_get_stats(&st0);
+
+	for (r = 0; r < rounds && !ret; r++) {
+		u64 now = ktime_get_ns();
+
+		st.seed = (u64)pn_rand(run) << 32 | pn_rand(run);
+		memset(st.ref, 0, nthreads * sizeof(*st.ref));
+		for (pi = 0; pi < st.nproc; pi++) {
+			struct lazy_st_proc *p = &st.procs[pi];
+
+			p->init[0] = (s64)pn_rand(run) - (1LL << 31);
+			for (i = 1; i < LAZY_ST_NR; i++)
+				p->init[i] = p->init[0];
+			lazy_counter_init_many(p->c, p->init[0], LAZY_ST_NR);
+			p->target = pn_rand(run) % LAZY_COUNTER_NR_TARGETS;
+			lazy_counter_auto_init(&p->autoup, p->c, LAZY_ST_NR,
+					       p->target, 2000);
+			p->mode = pn_rand(run) % LAZY_ST_NR_MODES;
+			p->upgrade_ns = now + (u64)(pn_rand(run) % round_ms) *
+					      NSEC_PER_MSEC;
+			p->done = false;
+		}
+		ret = pn_run_threads(run, nthreads, run->p.pin, round_ms,
+				     lazy_st_worker, &st);
+		for (pi = 0; pi < st.nproc; pi++)	/* quiesce auto upgrades */
+			flush_work(&st.procs[pi].autoup.work);
+		if (!ret && atomic_read(&st.bad_ret)) {
+			pn_fail(run, "upgrade_ret=%d", atomic_read(&st.bad_ret));
+			ret = -EIO;
+		}
+		if (!ret)
+			ret = lazy_st_check(run, &st, nthreads);
+		for (i = 0; i < nthreads; i++)
+			ops += st.ops[i];
+		for (pi = 0; pi < st.nproc; pi++) {
+			upgraded += !lazy_counter_is_lazy(st.procs[pi].c);
+			lazy_counter_auto_destroy(&st.procs[pi].autoup);
+		}
+	}
+	lazy_counter_get_stats(&st1);
+	pn_printf(run, "rounds=%u procs=%u ops=%llu upgraded=%u ", r, st.nproc,
+		  ops, upgraded);
+	pn_printf(run, "redirects=%llu auto=%llu upgrades=%llu races=%llu failures=%llu ",
+		  st1.redirects - st0.redirects,
+		  st1.auto_upgrades - st0.auto_upgrades,
+		  st1.upgrades - st0.upgrades,
+		  st1.upgrade_races - st0.upgrade_races,
+		  st1.upgrade_failures - st0.upgrade_failures);
+	if (!ret && st1.live_groups != st0.live_groups) {
+		pn_fail(run, "live_groups=%llu,before=%llu", st1.live_groups,
+			st0.live_groups);
+		ret = -EIO;
+	}
+out:
+	kfree(st.ops);
+	kfree(st.ref);
+	kfree(st.procs);
+	return ret == -EIO ? 0 : ret;	/* -EIO was reported by pn_fail() */
+}
+
+/* ---- bench: test=lazy ---------------------------------------------------- */
+
+enum lazy_bench_op {
+	LB_LAZY_LIFE,		/* init_many + destroy_many, lazy */
+	LB_PCPU_LIFE,		/* percpu_counter_init_many + destroy_many */
+	LB_UPGRADE_LIFE,	/* init_many + upgrade_many + destroy_many */
+	LB_ADD_LOCAL,		/* add_local on the worker's own counter */
+	LB_PCPU_ADD,		/* percpu_counter_add on the worker's own */
+	LB_ADD_REMOTE,		/* add_remote on one shared counter */
+	LB_ATOMIC_ADD,		/* atomic_long_add on one shared word */
+	LB_PCPU_ADD_SHARED,	/* percpu_counter_add on one shared counter */
+};
+
+/**
+ * struct lazy_bench - one bench phase
+ * @op: what the workers do
+ * @nr: counters per init/destroy
+ * @target: upgrade target of the phase
+ * @own: per worker, its own lazy counter
+ * @own_pc: per worker, its own percpu_counter
+ * @shared: the shared lazy counter
+ * @shared_atomic: the shared atomic word
+ * @shared_pc: the shared percpu_counter
+ * @ops: per worker, operations done
+ * @remote_ops: add_remote() calls made on @shared, all phases
+ * @err: first error of a worker
+ */
+struct lazy_bench {
+	enum lazy_bench_op op;
+	unsigned int nr;
+	enum lazy_counter_target target;
+	struct lazy_counter *own;
+	struct percpu_counter *own_pc;
+	struct lazy_counter shared;
+	atomic_long_t shared_atomic;
+	struct percpu_counter shared_pc;
+	u64 *ops;
+	u64 remote_ops;
+	atomic_t err;
+};
+
+#define LB_MAX_NR	4
+#define LB_LIVES	16	/* lifetimes per loop turn */
+#define LB_SLICES	4	/* a pair alternates this many times */
+
+static int lazy_bench_life(struct lazy_bench *b, unsigned int idx)
+{
+	struct lazy_counter lc[LB_MAX_NR];
+	struct percpu_counter pc[LB_MAX_NR];
+	int ret;
+
+	switch (b->op) {
+	case LB_LAZY_LIFE:
+		lazy_counter_init_many(lc, idx, b->nr);
+		barrier_data(lc);	/* keep the stores: they are the cost */
+		lazy_counter_destroy_many(lc, b->nr);
+		return 0;
+	case LB_UPGRADE_LIFE:
+		lazy_counter_init_many(lc, idx, b->nr);
+		ret = lazy_counter_upgrade_many(lc, b->nr, b->target,
+						GFP_KERNEL);
+		lazy_counter_destroy_many(lc, b->nr);
+		return ret;
+	default:
+		ret = percpu_counter_init_many(pc, idx, GFP_KERNEL, b->nr);
+		if (!ret)
+			percpu_counter_destroy_many(pc, b->nr);
+		return ret;
+	}
+}
+
+static int lazy_bench_worker(struct pn_run *run, unsigned int idx, void *arg)
+{
+	struct lazy_bench *b = arg;
+	u64 n = 0;
+	int ret = 0, k;
+
+	while (!pn_should_stop(run) && !ret) {
+		switch (b->op) {
+		case LB_LAZY_LIFE:
+		case LB_PCPU_LIFE:
+		case LB_UPGRADE_LIFE:
+			for (k = 0; k < LB_LIVES && !ret; k++)
+				ret = lazy_bench_life(b, idx);
+			n += LB_LIVES;
+			break;
+		case LB_ADD_LOCAL:
+			for (k = 0; k < 256; k++)
+				lazy_counter_add_local(&b->own[idx], 1);
+			n += 256;
+			break;
+		case LB_PCPU_ADD:
+			for (k = 0; k < 256; k++)
+				percpu_counter_add(&b->own_pc[idx], 1);
+			n += 256;
+			break;
+		case LB_ADD_REMOTE:
+			for (k = 0; k < 256; k++)
+				lazy_counter_add_remote(&b->shared, 1);
+			n += 256;
+			break;
+		case LB_ATOMIC_ADD:
+			for (k = 0; k < 256; k++)
+				atomic_long_add(1, &b->shared_atomic);
+			n += 256;
+			break;
+		case LB_PCPU_ADD_SHARED:
+			for (k = 0; k < 256; k++)
+				percpu_counter_add(&b->shared_pc, 1);
+			n += 256;
+			break;
+		}
+		cond_resched();
+	}
+	b->ops[idx] = n;
+	if (ret)
+		atomic_cmpxchg(&b->err, 0, ret);
+	return 0;
+}
+
+/* One phase: returns operations done; adds the phase's wall time to *ns. */
+static u64 lazy_bench_phase(struct pn_run *run, struct lazy_bench *b,
+			    enum lazy_bench_op op, unsigned int threads,
+			    u64 *ns, int *ret)
+{
+	unsigned int i;
+	u64 total = 0;
+
+	if (*ret)
+		return 0;
+	b->op = op;
+	memset(b->ops, 0, threads * sizeof(*b->ops));
+	*ret = pn_run_threads(run, threads, run->p.pin,
+			      max(run->p.duration_ms / LB_SLICES, 10U),
+			      lazy_bench_worker, b);
+	if (!*ret)
+		*ret = atomic_read(&b->err);
+	*ns += run->phase_ns;
+	for (i = 0; i < threads; i++)
+		total += b->ops[i];
+	if (op == LB_ADD_REMOTE)
+		b->remote_ops += total;
+	return total;
+}
+
+static void lazy_bench_pair(struct pn_run *run, struct lazy_bench *b,
+			    unsigned int threads, const char *name,
+			    enum lazy_bench_op op, const char *base_name,
+			    enum lazy_bench_op base_op, int *ret)
+{
+	u64 ops = 0, ns = 0, base_ops = 0, base_ns = 0;
+	unsigned int i;
+
+	/* Alternate the two, so that a slow spell of the host hits both. */
+	for (i = 0; i < LB_SLICES; i++) {
+		ops += lazy_bench_phase(run, b, op, threads, &ns, ret);
+		base_ops += lazy_bench_phase(run, b, base_op, threads,
+					     &base_ns, ret);
+	}
+	if (!*ret)
+		pn_bench_row(run, name, ops, ns, base_name, base_ops, base_ns);
+}
+
+static int lazy_bench(struct pn_run *run)
+{
+	unsigned int threads = run->p.threads, i, pcs = 0;
+	struct lazy_bench *b;
+	int ret = 0;
+	s64 expect;
+
+	b = kzalloc(sizeof(*b), GFP_KERNEL);
+	if (!b)
+		return -ENOMEM;
+	b->ops = kcalloc(threads, sizeof(*b->ops), GFP_KERNEL);
+	b->own = kcalloc(threads, sizeof(*b->own), GFP_KERNEL);
+	b->own_pc = kcalloc(threads, sizeof(*b->own_pc), GFP_KERNEL);
+	if (!b->ops || !b->own || !b->own_pc) {
+		ret = -ENOMEM;
+		goto out_free;
+	}
+	ret = percpu_counter_init(&b->shared_pc, 0, GFP_KERNEL);
+	if (ret)
+		goto out_free;
+	for (pcs = 0; pcs < threads; pcs++) {
+		ret = percpu_counter_init(&b->own_pc[pcs], 0, GFP_KERNEL);
+		if (ret)
+			goto out;
+	}
+
+	/* Lifetime of 1 and 4 counters; one thread, the allocation cost. */
+	b->nr = 1;
+	lazy_bench_pair(run, b, 1, "lazy init+destroy x1", LB_LAZY_LIFE,
+			"percpu_counter init+destroy x1", LB_PCPU_LIFE, &ret);
+	b->nr = 4;
+	lazy_bench_pair(run, b, 1, "lazy init+destroy x4", LB_LAZY_LIFE,
+			"percpu_counter init+destroy x4", LB_PCPU_LIFE, &ret);
+	b->target = LAZY_COUNTER_FLAT;
+	lazy_bench_pair(run, b, 1, "init+upgrade(flat)+destroy x4",
+			LB_UPGRADE_LIFE, "percpu_counter init+destroy x4",
+			LB_PCPU_LIFE, &ret);
+	b->target = LAZY_COUNTER_TREE;
+	lazy_bench_pair(run, b, 1, "init+upgrade(tree)+destroy x4",
+			LB_UPGRADE_LIFE, "percpu_counter init+destroy x4",
+			LB_PCPU_LIFE, &ret);
+
+	/* add_local: each worker its own counter, lazy then upgraded. */
+	lazy_counter_init_many(b->own, 0, threads);
+	lazy_bench_pair(run, b, threads, "add_local (lazy)", LB_ADD_LOCAL,
+			"percpu_counter_add (own)", LB_PCPU_ADD, &ret);
+	for (i = 0; i < threads && !ret; i++)
+		ret = lazy_counter_upgrade_many(&b->own[i], 1,
+						LAZY_COUNTER_FLAT, GFP_KERNEL);
+	lazy_bench_pair(run, b, threads, "add_local (flat)", LB_ADD_LOCAL,
+			"percpu_counter_add (own)", LB_PCPU_ADD, &ret);
+	for (i = 0; i < threads; i++) {
+		lazy_counter_destroy_many(&b->own[i], 1);
+		lazy_counter_init_many(&b->own[i], 0, 1);
+		if (!ret)
+			ret = lazy_counter_upgrade_many(&b->own[i], 1,
+							LAZY_COUNTER_TREE,
+							GFP_KERNEL);
+	}
+	lazy_bench_pair(run, b, threads, "add_local (tree)", LB_ADD_LOCAL,
+			"percpu_counter_add (own)", LB_PCPU_ADD, &ret);
+
+	/* add_remote: every worker on one shared counter. */
+	lazy_counter_init_many(&b->shared, 0, 1);
+	atomic_long_set(&b->shared_atomic, 0);
+	lazy_bench_pair(run, b, threads, "add_remote (lazy, shared)",
+			LB_ADD_REMOTE, "atomic_long_add (shared)",
+			LB_ATOMIC_ADD, &ret);
+	if (!ret)
+		ret = lazy_counter_upgrade_many(&b->shared, 1,
+						LAZY_COUNTER_FLAT, GFP_KERNEL);
+	lazy_bench_pair(run, b, threads, "add_remote (flat, shared)",
+			LB_ADD_REMOTE, "atomic_long_add (shared)",
+			LB_ATOMIC_ADD, &ret);
+	lazy_bench_pair(run, b, threads, "add_remote (flat, shared)",
+			LB_ADD_REMOTE, "percpu_counter_add (shared)",
+			LB_PCPU_ADD_SHARED, &ret);
+
+	/* The bench doubles as a check: no add_remote() was lost. */
+	if (!ret) {
+		expect = b->remote_ops;
+		if (lazy_counter_sum(&b->shared) != expect)
+			pn_fail(run, "shared_sum=%lld,expect=%lld",
+				lazy_counter_sum(&b->shared), expect);
+	}
+	lazy_counter_destroy_many(&b->shared, 1);
+
+	lazy_counter_init_many(&b->shared, 0, 1);
+	b->remote_ops = 0;
+	if (!ret)
+		ret = lazy_counter_upgrade_many(&b->shared, 1,
+						LAZY_COUNTER_TREE, GFP_KERNEL);
+	lazy_bench_pair(run, b, threads, "add_remote (tree, shared)",
+			LB_ADD_REMOTE, "atomic_long_add (shared)",
+			LB_ATOMIC_ADD, &ret);
+	if (!ret && lazy_counter_sum(&b->shared) != b->remote_ops)
+		pn_fail(run, "tree_shared_sum=%lld,expect=%llu",
+			lazy_counter_sum(&b->shared), b->remote_ops);
+	lazy_counter_destroy_many(&b->shared, 1);
+	for (i = 0; i < threads; i++)
+		lazy_counter_destroy_many(&b->own[i], 1);
+out:
+	while (pcs--)
+		percpu_counter_destroy(&b->own_pc[pcs]);
+	percpu_counter_destroy(&b->shared_pc);
+out_free:
+	kfree(b->own_pc);
+	kfree(b->own);
+	kfree(b->ops);
+	kfree(b);
+	return ret;
+}
+
+const struct pn_test pn_lazy_test = {
+	.name = "lazy",
+	.desc = "lazy counters: owner + remote threads, upgrade at a random moment, sums exact",
+	.def_duration_ms = 1000,
+	.stress = lazy_stress,
+	.bench = lazy_bench,
+};
