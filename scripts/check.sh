@@ -13,8 +13,8 @@
 #   hotplug  debug kernel: every stress while CPUs go offline and online at
 #            random; kmemleak
 #   cycles   debug kernel booted with kunit.enable=0: 100 x (insmod, short
-#            stress, rmmod); Percpu: in /proc/meminfo back to its start;
-#            kmemleak
+#            stress, rmmod); live per-CPU allocations back to their count
+#            after a warm-up round; kmemleak
 #   kcsan    the KCSAN kernel: KUnit at insmod, selftests, stress, rmmod
 #
 # `scripts/check.sh --lane NAME` runs one lane (kselftest: the selftests

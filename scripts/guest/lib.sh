@@ -189,3 +189,9 @@ pn_percpu_kb()
 {
 	sed -n 's/^Percpu: *\([0-9]*\) kB/\1/p' /proc/meminfo
 }
+
+# Live per-CPU allocations in the kernel (CONFIG_PERCPU_STATS).
+pn_percpu_allocs()
+{
+	sed -n 's/^ *nr_cur_alloc *: *\([0-9]*\)$/\1/p' /sys/kernel/debug/percpu_stats 2>/dev/null
+}
