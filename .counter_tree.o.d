@@ -1,4 +1,4 @@
-counter_tree.o: /work/wt-lazy/counter_tree.c \
+counter_tree.o: /work/wt-int/counter_tree.c \
  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/compiler-version.h \
  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/kconfig.h \
  include/generated/autoconf.h \
@@ -377,8 +377,9 @@ counter_tree.o: /work/wt-lazy/counter_tree.c \
  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/kasan.h \
  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/kasan-enabled.h \
  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/kasan-tags.h \
- /work/wt-lazy/include/pcpu_next/counter_tree.h \
- /work/wt-lazy/include/pcpu_next/internal.h \
+ /work/wt-int/include/pcpu_next/counter_tree.h \
+ /work/wt-int/include/pcpu_next/pcpu_alloc.h \
+ /work/wt-int/include/pcpu_next/internal.h \
  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/seq_buf.h \
  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/seq_file.h \
  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/string_helpers.h \

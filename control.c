@@ -55,6 +55,7 @@
 #include <linux/mutex.h>
 #include <linux/random.h>
 #include <linux/sched.h>
+#include <linux/sched/mm.h>
 #include <linux/sched/task.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
@@ -612,6 +613,8 @@ static void pn_run_work_fn(struct work_struct *work)
 		pn_printf(run, "# output truncated\n");
 
 	text = kstrdup(run->out.buffer, GFP_KERNEL);
+	if (run->mm)
+		mmput(run->mm);	/* may be the last user: exit_mmap() here */
 
 	mutex_lock(&pn_ctl_lock);
 	if (run->mode == PN_STRESS) {
@@ -669,6 +672,7 @@ static ssize_t pn_ctl_write(struct file *file, const char __user *ubuf,
 		ret = -EBUSY;
 		goto err;
 	}
+	run->mm = get_task_mm(current);
 	pn_ctl.running = true;
 	pn_ctl.run = run;
 	queue_work(pn_wq, &pn_run_work);

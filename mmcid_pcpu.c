@@ -1204,35 +1204,31 @@ void pn_mmcid_exit(void)
  *  - mm teardown with live data: the sum survives the fold.
  *
  * The test mm is a fresh mm_alloc() when the kernel exports it (it does
- * so for KUnit builds); otherwise (stock kernel) the stress borrows the mm
- * of PID 1 without touching its address space, and the teardown check is
- * skipped because that mm does not go away.
+ * so for KUnit builds); otherwise (stock kernel) the run uses the mm of
+ * the task that wrote the control line (run->mm, referenced by the
+ * control plane for the run's lifetime) without touching its address
+ * space, and the teardown check is skipped because that mm is not ours
+ * to tear down.
  */
 #if IS_ENABLED(CONFIG_KUNIT)
 MODULE_IMPORT_NS(EXPORTED_FOR_KUNIT_TESTING);
 #endif
 
-static struct mm_struct *pn_mmcid_test_mm(bool *owned)
+static struct mm_struct *pn_mmcid_test_mm(struct pn_run *run, bool *owned)
 {
-	struct task_struct *init;
-	struct mm_struct *mm;
-	struct pid *pid;
-
 #if IS_ENABLED(CONFIG_KUNIT)
-	mm = mm_alloc();
+	struct mm_struct *mm = mm_alloc();
+
 	if (mm) {
 		*owned = true;
 		return mm;
 	}
 #endif
 	*owned = false;
-	pid = find_get_pid(1);
-	init = pid ? get_pid_task(pid, PIDTYPE_PID) : NULL;
-	put_pid(pid);
-	mm = init ? get_task_mm(init) : NULL;
-	if (init)
-		put_task_struct(init);
-	return mm;
+	if (!run->mm)
+		return NULL;
+	mmget(run->mm);
+	return run->mm;
 }
 
 enum pn_mmcid_mode { PN_MC_MIXED, PN_MC_LOCAL, PN_MC_REMOTE, PN_MC_PCPU,
@@ -1301,7 +1297,7 @@ static int pn_mmcid_stress(struct pn_run *run)
 	a.counts = kcalloc(run->p.threads, sizeof(*a.counts), GFP_KERNEL);
 	if (!a.counts)
 		return -ENOMEM;
-	a.mm = pn_mmcid_test_mm(&owned);
+	a.mm = pn_mmcid_test_mm(run, &owned);
 	if (!a.mm) {
 		ret = -ESRCH;
 		goto free;
@@ -1319,7 +1315,7 @@ static int pn_mmcid_stress(struct pn_run *run)
 		expect += a.counts[i];
 	sum = mmcid_counter_sum(a.ctr);
 	pn_printf(run, "mm=%s ops_sum=%llu sum=%lld maxcid=%d slots=%u mem=%zu ",
-		  owned ? "test" : "borrowed", expect, sum,
+		  owned ? "test" : "writer", expect, sum,
 		  mmcid_pcpu_max_cid(mmcid_counter_storage(a.ctr)),
 		  mmcid_pcpu_slots(mmcid_counter_storage(a.ctr)),
 		  mmcid_pcpu_memory(mmcid_counter_storage(a.ctr)));
@@ -1453,7 +1449,7 @@ static int pn_mmcid_bench(struct pn_run *run)
 		goto free;
 	pctr_ok = true;
 	a.pctr = &pctr;
-	a.mm = pn_mmcid_test_mm(&owned);
+	a.mm = pn_mmcid_test_mm(run, &owned);
 	if (!a.mm) {
 		ret = -ESRCH;
 		goto free;

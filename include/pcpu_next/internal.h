@@ -69,6 +69,9 @@ enum pn_mode { PN_STRESS, PN_BENCH };
  * @go: set by pn_run_threads() once every worker exists; workers spin
  *	until then so that all of them start measuring together
  * @phase_ns: wall time between go and stop of the last pn_run_threads()
+ * @mm: the mm of the task that wrote the control line (a reference taken
+ *	with get_task_mm(), dropped when the run ends), or NULL; tests that
+ *	need a user address space (mmcid) use it instead of borrowing one
  */
 struct pn_run {
 	struct pn_params p;
@@ -81,6 +84,7 @@ struct pn_run {
 	u64 rnd;
 	bool go;
 	u64 phase_ns;
+	struct mm_struct *mm;
 };
 
 /**
