@@ -195,3 +195,20 @@ pn_percpu_allocs()
 {
 	sed -n 's/^ *nr_cur_alloc *: *\([0-9]*\)$/\1/p' /sys/kernel/debug/percpu_stats 2>/dev/null
 }
+
+# pn_percpu_allocs_settled [TARGET]: the live allocation count once it
+# stops moving (two equal reads 1 s apart), or as soon as it is at most
+# TARGET; gives up after 30 s and prints the last value.
+pn_percpu_allocs_settled()
+{
+	local i=0 prev="" cur
+	while [ $i -lt 30 ]; do
+		cur=$(pn_percpu_allocs)
+		[ -n "${1:-}" ] && [ -n "$cur" ] && [ "$cur" -le "$1" ] && break
+		[ -z "${1:-}" ] && [ "$cur" = "$prev" ] && break
+		prev=$cur
+		sleep 1
+		i=$((i + 1))
+	done
+	echo "$cur"
+}
