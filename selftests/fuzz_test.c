@@ -34,6 +34,7 @@ static int nr_ref_tests;
 static const char *const keys[] = {
 	"test", "threads", "seconds", "ms", "size", "batch", "objects", "seed", "pin",
 };
+
 static const char *const pins[] = { "each", "none", "even", "one", "random" };
 
 struct ref_result {
@@ -125,7 +126,7 @@ static void ref_parse(const char *line, size_t len, int nr_cpu_ids, int bench,
 				if (!((val[i] >= 'a' && val[i] <= 'z') ||
 				      (val[i] >= '0' && val[i] <= '9') || val[i] == '_'))
 					return;
-			strcpy(test, val);
+			snprintf(test, sizeof(test), "%s", val);
 			break;
 		case 1:
 			err = ref_uint(val, 1, 4ULL * nr_cpu_ids, &v);
@@ -252,10 +253,12 @@ static int load_tests(void)
 		return -1;
 	for (line = strtok_r(buf, "\n", &save); line && nr_ref_tests < 32;
 	     line = strtok_r(NULL, "\n", &save)) {
-		struct ref_test *t = &ref_tests[nr_ref_tests++];
+		struct ref_test *t = &ref_tests[nr_ref_tests];
 		char modes[64] = "";
 
-		sscanf(line, "%31s %63s", t->name, modes);
+		if (sscanf(line, "%31s %63s", t->name, modes) != 2)
+			continue;	/* not a "<name> <modes> ..." line */
+		nr_ref_tests++;
 		t->stress = strstr(modes, "stress") != NULL;
 		t->bench = strstr(modes, "bench") != NULL;
 	}
