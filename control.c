@@ -13,6 +13,7 @@
  *   write "test=tree threads=4 seconds=5\n"
  *        |
  *        v  pn_parse_line(): strict, bounded       -EINVAL / -ERANGE / -E2BIG
+ *        v  test known, mode and faults= supported  -EINVAL / -EOPNOTSUPP
  *   pn_ctl_lock: idle? --no--> -EBUSY
  *        | yes: state = running, queue pn_run_work on pn_wq, return count
  *        v
@@ -40,6 +41,18 @@
  * data a worker produces is handed back through kthread_stop(), which
  * waits for the worker to exit and so orders its stores before the
  * controller's loads.
+ *
+ * Fault injection.  A stress line with faults=N (per mille) arms the
+ * injection sites (enum pn_fault_site) for the worker phase of a test
+ * that supports it: pn_fault_arm() resets the per-site counts and sets
+ * pn_fault_permille, pn_fault_disarm() clears it, both from the run's
+ * controller, so at most one window is open at a time.  Sites read the
+ * rate with READ_ONCE() and draw from get_random_u32_below(), so an
+ * injected fault is not reproducible from the seed (thread interleaving
+ * is not either).  The test reads the counts after its workers stopped
+ * (kthread_stop() orders their increments) and checks them against the
+ * errors it saw; the summary line ends with injected=chunk:a,ctor:b,
+ * upgrade:c.
  */
 
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
@@ -86,6 +99,7 @@ enum pn_key {
 	PN_KEY_OBJECTS,
 	PN_KEY_SEED,
 	PN_KEY_PIN,
+	PN_KEY_FAULTS,
 	PN_NR_KEYS,
 };
 
@@ -99,6 +113,7 @@ static const char *const pn_key_names[PN_NR_KEYS] = {
 	[PN_KEY_OBJECTS] = "objects",
 	[PN_KEY_SEED] = "seed",
 	[PN_KEY_PIN] = "pin",
+	[PN_KEY_FAULTS] = "faults",
 };
 
 static const char *const pn_pin_names[] = {
@@ -203,6 +218,8 @@ static int pn_parse_word(char *key, char *val, struct pn_params *p)
 			}
 		}
 		return -EINVAL;
+	case PN_KEY_FAULTS:
+		return pn_parse_uint(val, 0, PN_MAX_FAULTS, &p->faults);
 	}
 	return -EINVAL;
 }
@@ -260,6 +277,76 @@ int pn_parse_line(const char *line, size_t len, struct pn_params *p)
 	if ((p->set & BIT(PN_KEY_SECONDS)) && (p->set & BIT(PN_KEY_MS)))
 		return -EINVAL;
 	return 0;
+}
+
+/* ---- fault injection ------------------------------------------------------ */
+
+/* Armed probability per mille; written by the run's controller only. */
+unsigned int pn_fault_permille;
+static atomic_long_t pn_fault_count[PN_FAULT_NR_SITES];
+
+static const char *const pn_fault_names[PN_FAULT_NR_SITES] = {
+	[PN_FAULT_CHUNK] = "chunk",
+	[PN_FAULT_CTOR] = "ctor",
+	[PN_FAULT_UPGRADE] = "upgrade",
+};
+
+/* Out-of-line half of pn_fault_hit(): draw, and count a hit. */
+bool __pn_fault_hit(enum pn_fault_site site)
+{
+	unsigned int rate = READ_ONCE(pn_fault_permille);
+
+	if (!rate || get_random_u32_below(PN_MAX_FAULTS) >= rate)
+		return false;
+	atomic_long_inc(&pn_fault_count[site]);
+	return true;
+}
+
+/**
+ * pn_fault_arm() - open the fault-injection window of a run
+ * @run: the run; nothing happens unless it was started with faults=N
+ *
+ * Resets the per-site counts, then makes every site fail with
+ * probability N/1000 until pn_fault_disarm().
+ *
+ * Context: The run's controller thread.
+ */
+void pn_fault_arm(struct pn_run *run)
+{
+	unsigned int i;
+
+	if (!run->p.faults)
+		return;
+	for (i = 0; i < PN_FAULT_NR_SITES; i++)
+		atomic_long_set(&pn_fault_count[i], 0);
+	WRITE_ONCE(pn_fault_permille, run->p.faults);
+}
+
+/**
+ * pn_fault_disarm() - close the fault-injection window
+ * @run: the run
+ *
+ * Sites that already decided to fail still do; the caller waits for
+ * those (stops its workers, flushes its work items) before it reads
+ * pn_fault_injected().
+ *
+ * Context: The run's controller thread.
+ */
+void pn_fault_disarm(struct pn_run *run)
+{
+	WRITE_ONCE(pn_fault_permille, 0);
+}
+
+/**
+ * pn_fault_injected() - failures injected at a site since the last arm
+ * @site: the site
+ *
+ * Context: Any context.
+ * Return: the count.
+ */
+unsigned long pn_fault_injected(enum pn_fault_site site)
+{
+	return atomic_long_read(&pn_fault_count[site]);
 }
 
 /* ---- helpers for tests -------------------------------------------------- */
@@ -588,6 +675,16 @@ static void pn_run_work_fn(struct work_struct *work)
 			  t->name, run->p.threads, run->p.duration_ms,
 			  pn_pin_names[run->p.pin], run->p.seed);
 		ret = t->stress(run);
+		if (run->p.faults) {
+			unsigned int i;
+
+			pn_fault_disarm(run);	/* even if the test bailed out */
+			pn_printf(run, "injected=");
+			for (i = 0; i < PN_FAULT_NR_SITES; i++)
+				pn_printf(run, "%s%s:%lu", i ? "," : "",
+					  pn_fault_names[i], pn_fault_injected(i));
+			pn_printf(run, " ");
+		}
 	} else {
 		pn_printf(run, "# bench test=%s threads=%u ms=%u online=%u possible=%u ",
 			  t->name, run->p.threads, run->p.duration_ms,
@@ -662,6 +759,11 @@ static ssize_t pn_ctl_write(struct file *file, const char __user *ubuf,
 		ret = -EINVAL;
 		goto err;
 	}
+	if ((run->p.set & BIT(PN_KEY_FAULTS)) &&
+	    (mode != PN_STRESS || !t->faults)) {
+		ret = -EOPNOTSUPP;
+		goto err;
+	}
 	run->mode = mode;
 	seq_buf_init(&run->out, out, PN_OUT_SIZE);
 	init_waitqueue_head(&run->wq);
@@ -723,10 +825,13 @@ static int pn_list_show(struct seq_file *m, void *v)
 
 	for (i = 0; i < ARRAY_SIZE(pn_tests); i++) {
 		const struct pn_test *t = pn_tests[i];
+		char modes[24];
 
-		seq_printf(m, "%-10s %-12s %s\n", t->name,
-			   t->stress && t->bench ? "stress,bench" :
-			   t->stress ? "stress" : "bench", t->desc);
+		snprintf(modes, sizeof(modes), "%s%s",
+			 t->stress && t->bench ? "stress,bench" :
+			 t->stress ? "stress" : "bench",
+			 t->faults ? ",faults" : "");
+		seq_printf(m, "%-10s %-19s %s\n", t->name, modes, t->desc);
 	}
 	return 0;
 }

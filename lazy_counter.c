@@ -230,15 +230,20 @@ static atomic_long_t lazy_stat_pcpu_allocs;
 static atomic_long_t lazy_stat_auto_triggers;
 static atomic_long_t lazy_stat_auto_upgrades;
 static atomic_long_t lazy_stat_redirects;
+static atomic_long_t lazy_stat_injected;
 
 /* Test hook: the n-th allocation step from now fails (0: none). */
 static atomic_t lazy_fail_countdown = ATOMIC_INIT(0);
 
+/* The countdown (KUnit, stress mode INJECT), then the faults= window. */
 static bool lazy_should_fail(void)
 {
-	if (likely(!atomic_read(&lazy_fail_countdown)))
-		return false;
-	return atomic_dec_if_positive(&lazy_fail_countdown) == 0;
+	if (unlikely(atomic_read(&lazy_fail_countdown)) &&
+	    atomic_dec_if_positive(&lazy_fail_countdown) == 0) {
+		atomic_long_inc(&lazy_stat_injected);
+		return true;
+	}
+	return pn_fault_hit(PN_FAULT_UPGRADE);
 }
 
 /**
@@ -858,6 +863,7 @@ void lazy_counter_get_stats(struct lazy_counter_stats *st)
 {
 	st->upgrades = atomic_long_read(&lazy_stat_upgrades);
 	st->upgrade_failures = atomic_long_read(&lazy_stat_failures);
+	st->injected = atomic_long_read(&lazy_stat_injected);
 	st->upgrade_races = atomic_long_read(&lazy_stat_races);
 	st->live_groups = atomic_long_read(&lazy_stat_live);
 	st->pcpu_allocs = atomic_long_read(&lazy_stat_pcpu_allocs);
@@ -1093,7 +1099,7 @@ static int lazy_stress(struct pn_run *run)
 	struct lazy_counter_stats st0, st1;
 	unsigned int r, pi, i, upgraded = 0;
 	struct lazy_st st = {};
-	u64 ops = 0;
+	u64 ops = 0, injected = 0;
 	int ret = 0;
 
 	st.nproc = run->p.objects ? : max(nthreads / 4, 1U);
@@ -1108,6 +1114,11 @@ static int lazy_stress(struct pn_run *run)
 	}
 	lazy_counter_get_stats(&st0);
 
+	/*
+	 * faults=N: upgrade steps and chunk creations fail at random for
+	 * the whole run (the rounds' setup and checks allocate nothing).
+	 */
+	pn_fault_arm(run);
 	for (r = 0; r < rounds && !ret; r++) {
 		u64 now = ktime_get_ns();
 
@@ -1145,7 +1156,12 @@ static int lazy_stress(struct pn_run *run)
 			lazy_counter_auto_destroy(&st.procs[pi].autoup);
 		}
 	}
+	pn_fault_disarm(run);	/* workers stopped, auto-upgrade work flushed */
+	if (run->p.faults)
+		injected = pn_fault_injected(PN_FAULT_UPGRADE) +
+			   pn_fault_injected(PN_FAULT_CHUNK);
 	lazy_counter_get_stats(&st1);
+	injected += st1.injected - st0.injected;
 	pn_printf(run, "rounds=%u procs=%u ops=%llu upgraded=%u ", r, st.nproc,
 		  ops, upgraded);
 	pn_printf(run, "redirects=%llu auto=%llu upgrades=%llu races=%llu failures=%llu ",
@@ -1154,6 +1170,18 @@ static int lazy_stress(struct pn_run *run)
 		  st1.upgrades - st0.upgrades,
 		  st1.upgrade_races - st0.upgrade_races,
 		  st1.upgrade_failures - st0.upgrade_failures);
+	/*
+	 * Every injected failure (faults= window, or the INJECT mode's
+	 * countdown) failed exactly one upgrade, and nothing else did: an
+	 * upgrade stops at its first failed step, and these runs have no
+	 * real allocation failures.  The counters stayed exact (checked
+	 * per round above) and lazy wherever the upgrade failed.
+	 */
+	if (!ret && st1.upgrade_failures - st0.upgrade_failures != injected) {
+		pn_fail(run, "upgrade_failures=%llu,injected=%llu",
+			st1.upgrade_failures - st0.upgrade_failures, injected);
+		ret = -EIO;
+	}
 	if (!ret && st1.live_groups != st0.live_groups) {
 		pn_fail(run, "live_groups=%llu,before=%llu", st1.live_groups,
 			st0.live_groups);
@@ -1448,4 +1476,5 @@ const struct pn_test pn_lazy_test = {
 	.def_duration_ms = 1000,
 	.stress = lazy_stress,
 	.bench = lazy_bench,
+	.faults = true,
 };

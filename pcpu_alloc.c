@@ -361,9 +361,11 @@ static void pn_depot_flush_all(struct pn_cache *c)
 
 /* ---- chunk creation and release (no spinlock held) ---------------------- */
 
+/* The debugfs countdown first, then the stress fault window (faults=). */
 static bool pn_should_fail_chunk(void)
 {
-	return atomic_add_unless(&pn_fail_next, -1, 0);
+	return atomic_add_unless(&pn_fail_next, -1, 0) ||
+	       pn_fault_hit(PN_FAULT_CHUNK);
 }
 
 static void pn_chunk_free_meta(struct pn_chunk *ch)
@@ -1346,16 +1348,33 @@ static int pn_fail_open(struct inode *inode, struct file *file)
 	return single_open(file, pn_fail_show, NULL);
 }
 
-/* Strict: a decimal number 0..PN_FAIL_MAX, optionally one newline. */
+#define PN_FAIL_LINE		32
+
+/*
+ * Strict: one write at offset 0 of a decimal 0..PN_FAIL_MAX (kstrtouint()
+ * syntax: an optional '+', digits, one optional newline).  Not
+ * kstrtouint_from_user(): it silently truncates long input, so
+ * "0000...0001" could be taken for 0.  E2BIG for PN_FAIL_LINE bytes or
+ * more, EINVAL for anything malformed (a NUL byte included), ERANGE for a
+ * number above PN_FAIL_MAX.
+ */
 static ssize_t pn_fail_write(struct file *file, const char __user *ubuf,
 			     size_t count, loff_t *ppos)
 {
+	char buf[PN_FAIL_LINE];
 	unsigned int n;
 	int ret;
 
 	if (*ppos)
 		return -EINVAL;
-	ret = kstrtouint_from_user(ubuf, count, 10, &n);
+	if (count >= sizeof(buf))
+		return -E2BIG;
+	if (copy_from_user(buf, ubuf, count))
+		return -EFAULT;
+	if (memchr(buf, '\0', count))
+		return -EINVAL;
+	buf[count] = '\0';
+	ret = kstrtouint(buf, 10, &n);
 	if (ret)
 		return ret;
 	if (n > PN_FAIL_MAX)
@@ -1365,6 +1384,7 @@ static ssize_t pn_fail_write(struct file *file, const char __user *ubuf,
 }
 
 static const struct file_operations pn_fail_fops = {
+	.owner = THIS_MODULE,
 	.open = pn_fail_open,
 	.read = seq_read,
 	.write = pn_fail_write,
@@ -1473,6 +1493,17 @@ void pn_alloc_exit(void)
  * Worker 0 also runs reclaim and pn_cache_shrink() now and then, so IPI
  * drains and chunk releases race with the fast paths.  Two live objects
  * sharing memory, or any corruption, shows as a stamp mismatch.
+ *
+ * With faults=N, chunk creations and the constructor fail at random
+ * (pn_fault_hit()).  A failed chunk creation must reach exactly one
+ * GFP_KERNEL caller as NULL (__pn_cache_alloc() returns at the first
+ * failed pn_grow()), so the stress checks that its NULL count equals the
+ * caches' chunk-failure count and that no injected fault went missing;
+ * a constructor failure must destruct the objects already built in that
+ * chunk, so every constructed object is destructed exactly once by the
+ * end.  Both checks assume nobody else allocates from the module during
+ * the run (true in the test VMs).  Without faults, any NULL from
+ * GFP_KERNEL is a failure.
  */
 #define PN_ST_CTOR_SIZE		64
 #define PN_ST_CTOR_MAGIC	0xc0c0c0c0c0c0c0c0ULL
@@ -1492,7 +1523,8 @@ struct pn_st {
 	struct pn_cache *ctor_cache;
 	u64 seed;
 	atomic_long_t allocs, frees, nomem, nowait_fail, corrupt, unzeroed,
-		      unconstructed, reclaims;
+		      unconstructed, reclaims, constructed, destructed,
+		      bad_dtor;
 };
 
 static u64 pn_st_word(u64 tag, unsigned int cpu, unsigned int w)
@@ -1500,14 +1532,31 @@ static u64 pn_st_word(u64 tag, unsigned int cpu, unsigned int w)
 	return tag ^ ((u64)cpu << 40) ^ ((u64)w << 20);
 }
 
+static bool pn_st_check(void __percpu *obj, unsigned int from, unsigned int words,
+			u64 tag, bool constructed);
+
 static int pn_st_ctor(void __percpu *obj, void *priv)
 {
+	struct pn_st *st = priv;
 	unsigned int cpu, w;
 
+	if (pn_fault_hit(PN_FAULT_CTOR))
+		return -ENOMEM;
 	for_each_possible_cpu(cpu)
 		for (w = 0; w < PN_ST_CTOR_SIZE / 8; w++)
 			((u64 *)per_cpu_ptr(obj, cpu))[w] = PN_ST_CTOR_MAGIC ^ w;
+	atomic_long_inc(&st->constructed);
 	return 0;
+}
+
+/* Objects come back constructed; each is destructed once. */
+static void pn_st_dtor(void __percpu *obj, void *priv)
+{
+	struct pn_st *st = priv;
+
+	if (!pn_st_check(obj, 0, PN_ST_CTOR_SIZE / 8, 0, true))
+		atomic_long_inc(&st->bad_dtor);
+	atomic_long_inc(&st->destructed);
 }
 
 /* Constructor for the bench: zeroed, like a fresh counter; @priv: size. */
@@ -1662,24 +1711,27 @@ next:
 	return 0;
 }
 
-static u64 pn_sized_in_use(void)
+static u64 pn_sized_in_use(u64 *chunk_fails)
 {
 	struct pn_cache_stats s;
 	unsigned int i;
 	u64 n = 0;
 
+	*chunk_fails = 0;
 	for (i = 0; i < PN_NR_CLASSES; i++) {
 		pn_cache_get_stats(pn_size_caches[i], &s);
 		n += s.in_use;
+		*chunk_fails += s.chunk_fails;
 	}
 	return n;
 }
 
 static int pn_alloc_stress(struct pn_run *run)
 {
-	unsigned long leaked;
+	u64 in_use0, in_use1, fails0, fails1;
+	unsigned long leaked, injected;
+	struct pn_cache_stats cs;
 	struct pn_st *st;
-	u64 in_use0, in_use1;
 	unsigned int i;
 	int ret = -ENOMEM;
 
@@ -1695,21 +1747,27 @@ static int pn_alloc_stress(struct pn_run *run)
 	for (i = 0; i < st->nr_slots; i++)
 		spin_lock_init(&st->slots[i].lock);
 	st->ctor_cache = pn_cache_create("stress-ctor", PN_ST_CTOR_SIZE, 0, 0,
-					 pn_st_ctor, NULL, NULL);
+					 pn_st_ctor, pn_st_dtor, st);
 	if (IS_ERR(st->ctor_cache)) {
 		ret = PTR_ERR(st->ctor_cache);
 		goto free_slots;
 	}
 
-	in_use0 = pn_sized_in_use();
+	in_use0 = pn_sized_in_use(&fails0);
+	pn_fault_arm(run);
 	ret = pn_run_threads(run, run->p.threads, run->p.pin, run->p.duration_ms,
 			     pn_st_worker, st);
+	pn_fault_disarm(run);
+	injected = pn_fault_injected(PN_FAULT_CHUNK) +
+		   pn_fault_injected(PN_FAULT_CTOR);
 	for (i = 0; i < st->nr_slots; i++)
 		if (st->slots[i].ptr)
 			pn_st_release(st, st->slots[i].ptr, st->slots[i].words,
 				      st->slots[i].ctor, st->slots[i].tag);
-	in_use1 = pn_sized_in_use();
-	leaked = pn_cache_destroy(st->ctor_cache);
+	in_use1 = pn_sized_in_use(&fails1);
+	pn_cache_get_stats(st->ctor_cache, &cs);
+	fails1 += cs.chunk_fails;
+	leaked = pn_cache_destroy(st->ctor_cache);	/* runs the destructors */
 
 	pn_printf(run, "allocs=%ld frees=%ld nomem=%ld nowait_fail=%ld reclaims=%ld corrupt=%ld unzeroed=%ld unconstructed=%ld leaked=%llu ",
 		  atomic_long_read(&st->allocs), atomic_long_read(&st->frees),
@@ -1724,8 +1782,24 @@ static int pn_alloc_stress(struct pn_run *run)
 		pn_fail(run, "not_zeroed");
 	if (atomic_long_read(&st->unconstructed))
 		pn_fail(run, "not_constructed");
-	if (atomic_long_read(&st->nomem))
+	if (run->p.faults) {
+		pn_printf(run, "chunk_fails=%llu constructed=%ld destructed=%ld ",
+			  fails1 - fails0, atomic_long_read(&st->constructed),
+			  atomic_long_read(&st->destructed));
+		/* every failed chunk creation reached one caller as NULL */
+		if (atomic_long_read(&st->nomem) != fails1 - fails0)
+			pn_fail(run, "enomem_not_propagated");
+		/* every injected fault failed a chunk creation */
+		if (fails1 - fails0 < injected)
+			pn_fail(run, "injected_fault_lost");
+	} else if (atomic_long_read(&st->nomem)) {
 		pn_fail(run, "enomem");
+	}
+	if (atomic_long_read(&st->constructed) !=
+	    atomic_long_read(&st->destructed))
+		pn_fail(run, "ctor_dtor_mismatch");
+	if (atomic_long_read(&st->bad_dtor))
+		pn_fail(run, "dtor_on_unconstructed");
 	if (leaked || in_use1 != in_use0)
 		pn_fail(run, "leak");
 	if (atomic_long_read(&st->allocs) != atomic_long_read(&st->frees))
@@ -1952,4 +2026,5 @@ const struct pn_test pn_alloc_test = {
 	.def_duration_ms = 1000,
 	.stress = pn_alloc_stress,
 	.bench = pn_alloc_bench,
+	.faults = true,
 };

@@ -48,6 +48,10 @@ static const struct pn_parse_case pn_bad_lines[] = {
 	{ "threads=1", -EINVAL },
 	{ "test=percpu\n\n", -EINVAL },
 	{ "test=percpu seed=18446744073709551616", -ERANGE },
+	{ "test=alloc faults=1001", -ERANGE },
+	{ "test=alloc faults=-1", -EINVAL },
+	{ "test=alloc faults=", -EINVAL },
+	{ "test=alloc faults=5 faults=5", -EINVAL },
 };
 
 static void pn_parse_rejects_bad_lines(struct kunit *test)
@@ -106,6 +110,52 @@ static void pn_parse_accepts_good_lines(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, p.duration_ms, 250U);
 	KUNIT_EXPECT_EQ(test, p.threads, 0U);	/* default chosen later */
 	KUNIT_EXPECT_EQ(test, p.pin, PN_PIN_EACH);
+	KUNIT_EXPECT_EQ(test, p.faults, 0U);
+
+	l = "test=alloc faults=1000";
+	KUNIT_ASSERT_EQ(test, pn_parse_line(l, strlen(l), &p), 0);
+	KUNIT_EXPECT_EQ(test, p.faults, 1000U);
+}
+
+/*
+ * The fault window: nothing fails outside it, everything fails at 1000
+ * per mille, each hit is counted at its own site, and arming resets the
+ * counts.
+ */
+static void pn_fault_window(struct kunit *test)
+{
+	struct pn_run *run = kunit_kzalloc(test, sizeof(*run), GFP_KERNEL);
+	unsigned int i, hits = 0;
+
+	KUNIT_ASSERT_NOT_NULL(test, run);
+	pn_fault_arm(run);		/* faults=0: stays disarmed */
+	for (i = 0; i < 100; i++)
+		KUNIT_EXPECT_FALSE(test, pn_fault_hit(PN_FAULT_CTOR));
+
+	run->p.faults = PN_MAX_FAULTS;
+	pn_fault_arm(run);
+	KUNIT_EXPECT_EQ(test, pn_fault_injected(PN_FAULT_CTOR), 0UL);
+	for (i = 0; i < 10; i++)
+		KUNIT_EXPECT_TRUE(test, pn_fault_hit(PN_FAULT_CTOR));
+	KUNIT_EXPECT_TRUE(test, pn_fault_hit(PN_FAULT_CHUNK));
+	KUNIT_EXPECT_EQ(test, pn_fault_injected(PN_FAULT_CTOR), 10UL);
+	KUNIT_EXPECT_EQ(test, pn_fault_injected(PN_FAULT_CHUNK), 1UL);
+	KUNIT_EXPECT_EQ(test, pn_fault_injected(PN_FAULT_UPGRADE), 0UL);
+
+	run->p.faults = 500;
+	pn_fault_arm(run);
+	KUNIT_EXPECT_EQ(test, pn_fault_injected(PN_FAULT_CTOR), 0UL);
+	for (i = 0; i < 1000; i++)
+		hits += pn_fault_hit(PN_FAULT_UPGRADE);
+	/* 1000 draws at p = 1/2: outside [350, 650] has odds below 1e-20 */
+	KUNIT_EXPECT_GE(test, hits, 350U);
+	KUNIT_EXPECT_LE(test, hits, 650U);
+	KUNIT_EXPECT_EQ(test, pn_fault_injected(PN_FAULT_UPGRADE), (unsigned long)hits);
+
+	pn_fault_disarm(run);
+	for (i = 0; i < 100; i++)
+		KUNIT_EXPECT_FALSE(test, pn_fault_hit(PN_FAULT_UPGRADE));
+	KUNIT_EXPECT_EQ(test, pn_fault_injected(PN_FAULT_UPGRADE), (unsigned long)hits);
 }
 
 static void pn_parse_bounds_follow_nr_cpu_ids(struct kunit *test)
@@ -237,6 +287,7 @@ static struct kunit_case pn_control_cases[] = {
 	KUNIT_CASE(pn_parse_rejects_bad_lines),
 	KUNIT_CASE(pn_parse_rejects_overlong_and_binary),
 	KUNIT_CASE(pn_parse_accepts_good_lines),
+	KUNIT_CASE(pn_fault_window),
 	KUNIT_CASE(pn_parse_bounds_follow_nr_cpu_ids),
 	KUNIT_CASE(pn_find_test_knows_percpu),
 	KUNIT_CASE(pn_harness_runs_pinned_workers),

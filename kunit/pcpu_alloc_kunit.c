@@ -20,6 +20,7 @@
 #include <linux/string.h>
 #include <linux/workqueue.h>
 
+#include <pcpu_next/internal.h>
 #include <pcpu_next/pcpu_alloc.h>
 #include <pcpu_next/trace_pcpu_alloc.h>
 
@@ -575,6 +576,35 @@ static void pn_test_injected_failures(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, atomic_read(&s.ctor), atomic_read(&s.dtor));
 }
 
+/* The stress fault window (faults=) reaches chunk creation too. */
+static void pn_test_fault_window(struct kunit *test)
+{
+	struct pn_run *run = kunit_kzalloc(test, sizeof(*run), GFP_KERNEL);
+	struct pn_ctor_state s = { .fail_at = -1 };
+	struct pn_cache_stats st;
+	struct pn_cache *c;
+	void __percpu *p;
+
+	KUNIT_ASSERT_NOT_NULL(test, run);
+	c = pn_kunit_cache(test, "kunit-faults", 64, 0, pn_ctor, pn_dtor, &s);
+	run->p.faults = PN_MAX_FAULTS;
+	pn_fault_arm(run);
+	p = pn_cache_alloc(c, GFP_KERNEL);
+	pn_fault_disarm(run);
+	KUNIT_EXPECT_EQ(test, pn_kaddr(p), 0UL);
+	KUNIT_EXPECT_EQ(test, pn_fault_injected(PN_FAULT_CHUNK), 1UL);
+	KUNIT_EXPECT_EQ(test, atomic_read(&s.ctor), 0);
+	pn_cache_get_stats(c, &st);
+	KUNIT_EXPECT_EQ(test, st.chunk_fails, 1ULL);
+	KUNIT_EXPECT_EQ(test, st.chunks, 0ULL);
+
+	p = pn_cache_alloc(c, GFP_KERNEL);	/* disarmed: works again */
+	KUNIT_EXPECT_NE(test, pn_kaddr(p), 0UL);
+	pn_cache_free(c, p);
+	KUNIT_EXPECT_EQ(test, pn_cache_destroy(c), 0UL);
+	KUNIT_EXPECT_EQ(test, atomic_read(&s.ctor), atomic_read(&s.dtor));
+}
+
 static void pn_test_nonblocking(struct kunit *test)
 {
 	struct pn_cache_stats st;
@@ -710,6 +740,7 @@ static struct kunit_case pn_alloc_cases[] = {
 	KUNIT_CASE(pn_test_destroy_leaked),
 	KUNIT_CASE_SLOW(pn_test_hotplug_drain),
 	KUNIT_CASE(pn_test_injected_failures),
+	KUNIT_CASE(pn_test_fault_window),
 	KUNIT_CASE(pn_test_nonblocking),
 	KUNIT_CASE(pn_test_debug_mode),
 	KUNIT_CASE(pn_test_tracepoints),

@@ -42,7 +42,7 @@ run_vm()	# lane kernel smp possible guest [kernel command line]
 	bash "$REPO/scripts/vm.sh" --kernel "$kernel" --smp "$smp" --possible "$possible" \
 		--append "$extra" --log "$log" "$REPO/scripts/guest/$guest"
 	rc=$?
-	grep -E '^=== PN-(RESULT|STRESS|CYCLES)|^(not )?ok [0-9]|^    (not )?ok [0-9]|^hotplug:|^# fuzz:' "$log" |
+	grep -E '^=== PN-(RESULT|STRESS|CYCLES)|^(not )?ok [0-9]|^    (not )?ok [0-9]|^hotplug:|^# fuzz|^faults:|^rmmod during' "$log" |
 		sed 's/^/   /'
 	echo "$lane $rc vm $log" >>"$runs"
 }

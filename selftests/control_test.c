@@ -65,6 +65,22 @@ TEST(rejects_bad_lines)
 	}
 }
 
+/*
+ * faults= is a stress option of the tests whose list line says "faults";
+ * anywhere else it is refused with EOPNOTSUPP, and out of range with
+ * ERANGE, before any run starts.
+ */
+TEST(faults_only_where_supported)
+{
+	if (module_missing())
+		SKIP(return, "pcpu_next not loaded");
+	EXPECT_EQ(-EOPNOTSUPP, pn_write_str("stress", "test=percpu faults=10\n"));
+	EXPECT_EQ(-EOPNOTSUPP, pn_write_str("stress", "test=tree faults=0\n"));
+	EXPECT_EQ(-EOPNOTSUPP, pn_write_str("bench", "test=alloc faults=10\n"));
+	EXPECT_EQ(-ERANGE, pn_write_str("stress", "test=alloc faults=1001\n"));
+	EXPECT_EQ(-EINVAL, pn_write_str("stress", "test=alloc faults=ten\n"));
+}
+
 TEST(rejects_too_many_threads)
 {
 	char line[64];

@@ -1,14 +1,21 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Differential fuzzing of the pcpu_next control plane.
+ * Differential fuzzing of every pcpu_next debugfs file that takes input.
  *
- * Thousands of random and mutated control lines go to the stress and bench
- * files from several writer processes at once, while a reader process keeps
- * reading every control file.  A reference parser written here from the
- * grammar the README documents predicts each verdict: a malformed line must
- * get exactly the predicted errno (parsing happens before the busy check,
- * so concurrency cannot change it); a well-formed one either starts a run
- * or gets EBUSY.  Well-formed lines are only sent when their run is short.
+ * concurrent_differential: thousands of random and mutated control lines
+ * go to the stress and bench files from several writer processes at once,
+ * while a reader process keeps reading every file.  A reference parser
+ * written here from the grammar the README documents predicts each
+ * verdict: a malformed line must get exactly the predicted errno (parsing
+ * happens before the busy check, so concurrency cannot change it); a
+ * well-formed one either starts a run or gets EBUSY.  Well-formed lines
+ * are only sent when their run is short; some of them inject faults.
+ *
+ * component_files: the same for alloc/fail_next_chunks and mmcid.  Each
+ * writer process has its own mm, hence its own mmcid counter: after every
+ * accepted "add <n>" it reads the counter back, and the sum must be
+ * exactly what it added (no lost or doubled update).  fail_next_chunks
+ * must read back a value some writer wrote, and 0 once reset.
  */
 #include <limits.h>
 #include <signal.h>
@@ -25,7 +32,7 @@
 
 struct ref_test {
 	char name[32];
-	int stress, bench;
+	int stress, bench, faults;
 };
 
 static struct ref_test ref_tests[32];
@@ -33,6 +40,7 @@ static int nr_ref_tests;
 
 static const char *const keys[] = {
 	"test", "threads", "seconds", "ms", "size", "batch", "objects", "seed", "pin",
+	"faults",
 };
 
 static const char *const pins[] = { "each", "none", "even", "one", "random" };
@@ -159,6 +167,9 @@ static void ref_parse(const char *line, size_t len, int nr_cpu_ids, int bench,
 				if (!strcmp(val, pins[i]))
 					err = 0;
 			break;
+		case 9:
+			err = ref_uint(val, 0, 1000, &v);
+			break;
 		}
 		if (err) {
 			r->err = err;
@@ -172,7 +183,63 @@ static void ref_parse(const char *line, size_t len, int nr_cpu_ids, int bench,
 			break;
 	if (k == nr_ref_tests || !(bench ? ref_tests[k].bench : ref_tests[k].stress))
 		return;
+	if ((seen & (1u << 9)) && (bench || !ref_tests[k].faults)) {
+		r->err = EOPNOTSUPP;
+		return;
+	}
 	r->err = 0;
+}
+
+/*
+ * alloc/fail_next_chunks: kstrtouint() syntax (optional '+', digits, one
+ * optional newline), at most 2^20, lines of 32 bytes or more E2BIG.
+ */
+static int ref_fail_next(const char *line, size_t len, unsigned long long *v)
+{
+	char buf[64];
+
+	if (len >= 32)
+		return E2BIG;
+	if (memchr(line, '\0', len))
+		return EINVAL;
+	memcpy(buf, line, len);
+	buf[len] = '\0';
+	if (len && buf[len - 1] == '\n')
+		buf[len - 1] = '\0';
+	return ref_uint(buf, 0, 1 << 20, v);
+}
+
+/*
+ * mmcid: "add <n>", n decimal digits with an optional leading '-', in the
+ * s32 range; one optional newline; 64 bytes or more E2BIG.
+ */
+static int ref_mmcid(const char *line, size_t len, long long *v)
+{
+	unsigned long long u;
+	char buf[80];
+	size_t i;
+	int err;
+
+	if (len >= 64)
+		return E2BIG;
+	if (len && line[len - 1] == '\n')
+		len--;
+	if (len < 5 || memcmp(line, "add ", 4))
+		return EINVAL;
+	memcpy(buf, line + 4, len - 4);
+	buf[len - 4] = '\0';
+	for (i = 0; i < len - 4; i++)
+		if (!(buf[i] >= '0' && buf[i] <= '9') && !(i == 0 && buf[i] == '-'))
+			return EINVAL;
+	if (!strcmp(buf, "-"))
+		return EINVAL;
+	err = ref_ull(buf[0] == '-' ? buf + 1 : buf, &u);
+	if (err)
+		return err;
+	if (buf[0] == '-' ? u > 2147483648ULL : u > 2147483647ULL)
+		return ERANGE;
+	*v = buf[0] == '-' ? -(long long)u : (long long)u;
+	return 0;
 }
 
 static uint64_t rng;
@@ -190,7 +257,17 @@ static const char *const dict[] = {
 	"4294967296", "99999999999999999999999", "test=", "threads=", "ms=",
 	"seconds=", "size=", "batch=", "objects=", "seed=", "pin=", "random",
 	"percpu", "PERCPU", "=percpu", " test=percpu", "  ", "\xff", "%s%n",
+	" faults=10", "faults=", "1001", "alloc", "lazy",
 };
+
+static const char *const cdict[] = {
+	"add ", "add", " ", "-", "+", "\n", "\0", "0", "9", "2147483647",
+	"2147483648", "-2147483648", "-2147483649", "1048576", "1048577",
+	"4294967296", "18446744073709551616", "0x10", "\xff", "000000000000000000000000000001",
+};
+
+static const char *const *cur_dict = dict;
+static size_t cur_dict_len = ARRAY_SIZE(dict);
 
 static size_t mutate(char *buf, size_t len, size_t cap)
 {
@@ -208,8 +285,8 @@ static size_t mutate(char *buf, size_t len, size_t cap)
 			break;
 		case 1:		/* insert a dictionary token */
 		case 2:
-			d = dict[rnd() % ARRAY_SIZE(dict)];
-			dl = strlen(d);
+			d = cur_dict[rnd() % cur_dict_len];
+			dl = strlen(d) ? strlen(d) : 1;	/* "\0" is one NUL */
 			if (len + dl < cap) {
 				memmove(buf + pos + dl, buf + pos, len - pos);
 				memcpy(buf + pos, d, dl);
@@ -243,7 +320,12 @@ static const char *const corpus[] = {
 	"test=percpu threads=2 ms=80 pin=even seed=5",
 	"test=percpu ms=20 size=64 batch=16 objects=10 pin=random\n",
 	"test=percpu seconds=1",
+	"test=alloc ms=60 threads=2 faults=100\n",
+	"test=lazy ms=80 threads=3 faults=300",
 };
+
+static const char *const ccorpus_fail[] = { "0\n", "3", "+17\n", "1048576" };
+static const char *const ccorpus_mmcid[] = { "add 1\n", "add -5", "add 2147483647\n", "add 0" };
 
 static int load_tests(void)
 {
@@ -261,6 +343,7 @@ static int load_tests(void)
 		nr_ref_tests++;
 		t->stress = strstr(modes, "stress") != NULL;
 		t->bench = strstr(modes, "bench") != NULL;
+		t->faults = strstr(modes, "faults") != NULL;
 	}
 	return nr_ref_tests;
 }
@@ -409,6 +492,185 @@ TEST_F_TIMEOUT(fuzz, concurrent_differential, 600)
 
 		EXPECT_TRUE(n > 5 && (!strcmp(l + n - 5, " PASS"))) TH_LOG("%s", l);
 	}
+}
+
+/* ---- component files ------------------------------------------------------ */
+
+#define COMP_LINES_PER_WRITER 800
+
+struct comp_stats {
+	int sent_fail, sent_mmcid, bad, sums_checked, sum_errors;
+};
+
+/*
+ * One line to mmcid through @fd; an accepted add is read back and the sum
+ * must be what this process added.  Returns 0 or the errno of the write.
+ */
+static int comp_mmcid(int id, int fd, const char *buf, size_t len, long long v,
+		      long long *expect, struct comp_stats *st)
+{
+	char rd[256], *p;
+	ssize_t n;
+
+	n = pwrite(fd, buf, len, 0);
+	if (n < 0)
+		return errno;
+	if (n != (ssize_t)len)
+		return EIO;
+	*expect += v;
+	st->sums_checked++;
+	n = pread(fd, rd, sizeof(rd) - 1, 0);
+	rd[n > 0 ? n : 0] = '\0';
+	p = strstr(rd, " sum=");
+	if (!p || strtoll(p + 5, NULL, 10) != *expect) {
+		if (++st->sum_errors <= 5)
+			fprintf(stderr, "# writer %d: expected sum %lld, read \"%s\"\n",
+				id, *expect, rd);
+	}
+	return 0;
+}
+
+static int comp_writer(int id, struct comp_stats *st)
+{
+	long long expect = 0;
+	char buf[128];
+	int i, fd;
+
+	rng = 0xda942042e4dd58b5ULL * (id + 1);
+	cur_dict = cdict;
+	cur_dict_len = ARRAY_SIZE(cdict);
+	fd = open(PN_DIR "/mmcid", O_RDWR);
+	if (fd < 0)
+		return 1;
+	for (i = 0; i < COMP_LINES_PER_WRITER; i++) {
+		int mmcid = rnd() % 2, want, got;
+		unsigned long long u = 0;
+		long long v = 0;
+		const char *c;
+		size_t len;
+
+		if (rnd() % 8 == 0) {
+			len = rnd() % (sizeof(buf) - 1);
+			for (size_t j = 0; j < len; j++)
+				buf[j] = (char)(rnd() % 256);
+		} else {
+			c = mmcid ? ccorpus_mmcid[rnd() % ARRAY_SIZE(ccorpus_mmcid)] :
+				    ccorpus_fail[rnd() % ARRAY_SIZE(ccorpus_fail)];
+			len = strlen(c);
+			memcpy(buf, c, len);
+			if (rnd() % 4)
+				len = mutate(buf, len, sizeof(buf));
+		}
+		if (mmcid) {
+			want = ref_mmcid(buf, len, &v);
+			got = want ? -pn_write("mmcid", buf, len) :
+			      comp_mmcid(id, fd, buf, len, v, &expect, st);
+			st->sent_mmcid++;
+		} else {
+			want = ref_fail_next(buf, len, &u);
+			got = -pn_write("alloc/fail_next_chunks", buf, len);
+			st->sent_fail++;
+		}
+		if (got != want && ++st->bad <= 10)
+			fprintf(stderr, "# writer %d: %s: expected %d got %d for \"%.*s\"\n",
+				id, mmcid ? "mmcid" : "fail_next_chunks", want, got,
+				(int)(len > 60 ? 60 : len), buf);
+	}
+	close(fd);
+	return st->bad || st->sum_errors;
+}
+
+static void comp_reader(void)
+{
+	static const char *const files[] = {
+		"alloc/stats", "alloc/fail_next_chunks", "list", "stress",
+	};
+	char buf[16384];
+	int fd = open(PN_DIR "/mmcid", O_RDONLY);
+
+	for (;;) {
+		for (unsigned int i = 0; i < ARRAY_SIZE(files); i++)
+			pn_read(files[i], buf, sizeof(buf));
+		if (fd >= 0 && pread(fd, buf, sizeof(buf), 0) >= 0)
+			_exit(3);	/* no add through this file: ENODATA */
+	}
+}
+
+FIXTURE(comp) {
+	struct comp_stats *st;
+};
+
+FIXTURE_SETUP(comp)
+{
+	self->st = mmap(NULL, NR_WRITERS * sizeof(*self->st), PROT_READ | PROT_WRITE,
+			MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, self->st);
+	memset(self->st, 0, NR_WRITERS * sizeof(*self->st));
+}
+
+FIXTURE_TEARDOWN(comp)
+{
+	/* Never leave chunk failures armed for whoever runs next. */
+	pn_write_str("alloc/fail_next_chunks", "0\n");
+	munmap(self->st, NR_WRITERS * sizeof(*self->st));
+}
+
+TEST_F_TIMEOUT(comp, component_files, 600)
+{
+	pid_t pids[NR_WRITERS], rd;
+	int i, status, failed = 0, sent_fail = 0, sent_mmcid = 0, bad = 0;
+	int sums = 0, sum_errors = 0;
+	unsigned long long v;
+	char buf[64];
+
+	if (access(PN_DIR "/mmcid", F_OK) || access(PN_DIR "/alloc/fail_next_chunks", F_OK))
+		SKIP(return, "pcpu_next not loaded");
+	ASSERT_EQ(0, pn_wait_idle("stress", 60));
+	ASSERT_EQ(0, pn_wait_idle("bench", 60));
+
+	rd = fork();
+	ASSERT_GE(rd, 0);
+	if (!rd) {
+		comp_reader();
+		_exit(0);
+	}
+	for (i = 0; i < NR_WRITERS; i++) {
+		pids[i] = fork();
+		ASSERT_GE(pids[i], 0);
+		if (!pids[i])
+			_exit(comp_writer(i, &self->st[i]));
+	}
+	for (i = 0; i < NR_WRITERS; i++) {
+		ASSERT_EQ(pids[i], waitpid(pids[i], &status, 0));
+		if (!WIFEXITED(status) || WEXITSTATUS(status))
+			failed++;
+	}
+	/* The reader must still be looping (it exits 3 on a wrong read). */
+	EXPECT_EQ(0, waitpid(rd, &status, WNOHANG));
+	kill(rd, SIGKILL);
+	waitpid(rd, &status, 0);
+	for (i = 0; i < NR_WRITERS; i++) {
+		sent_fail += self->st[i].sent_fail;
+		sent_mmcid += self->st[i].sent_mmcid;
+		bad += self->st[i].bad;
+		sums += self->st[i].sums_checked;
+		sum_errors += self->st[i].sum_errors;
+	}
+	printf("# fuzz-components: %d lines (fail_next_chunks %d, mmcid %d) from %d writers, ",
+	       sent_fail + sent_mmcid, sent_fail, sent_mmcid, NR_WRITERS);
+	printf("%d wrong verdicts, %d sums read back, %d wrong\n", bad, sums, sum_errors);
+	EXPECT_EQ(0, failed);
+	EXPECT_EQ(0, bad);
+	EXPECT_EQ(0, sum_errors);
+	EXPECT_GT(sums, NR_WRITERS * 20);
+
+	/* Whatever a writer left armed, a reset reads back as 0. */
+	ASSERT_GT(pn_read("alloc/fail_next_chunks", buf, sizeof(buf)), 0);
+	v = strtoull(buf, NULL, 10);
+	EXPECT_LE(v, 1ULL << 20);
+	ASSERT_EQ(0, pn_write_str("alloc/fail_next_chunks", "0\n"));
+	ASSERT_GT(pn_read("alloc/fail_next_chunks", buf, sizeof(buf)), 0);
+	EXPECT_STREQ("0\n", buf);
 }
 
 TEST_HARNESS_MAIN

@@ -18,6 +18,7 @@
 #define PN_MAX_SIZE		(32U * 1024U)	/* __alloc_percpu_gfp limit */
 #define PN_MAX_BATCH		BIT(20)
 #define PN_MAX_OBJECTS		BIT(20)
+#define PN_MAX_FAULTS		1000U	/* faults= is per mille */
 
 /* How worker kthreads are placed on CPUs. */
 enum pn_pin {
@@ -38,6 +39,7 @@ enum pn_pin {
  * @objects: objects per thread, 0 for the test's default
  * @seed: pseudo-random seed (printed with the result)
  * @pin: worker placement
+ * @faults: fault-injection probability per mille (stress only), 0: none
  * @set: bitmask of PN_KEY_* that the line gave explicitly
  */
 struct pn_params {
@@ -49,6 +51,7 @@ struct pn_params {
 	unsigned int objects;
 	u64 seed;
 	enum pn_pin pin;
+	unsigned int faults;
 	unsigned int set;
 };
 
@@ -96,6 +99,10 @@ struct pn_run {
  * @stress: runs a stress pass; returns 0 or -errno, calls pn_fail() on a
  *	    detected error.  NULL if the test has no stress mode.
  * @bench: runs the benchmark and prints rows; NULL if none.
+ * @faults: the stress accepts faults=: it brackets its worker phase with
+ *	    pn_fault_arm()/pn_fault_disarm() and checks that every injected
+ *	    failure surfaced as an error and cost nothing (no leak, exact
+ *	    counts).
  */
 struct pn_test {
 	const char *name;
@@ -104,6 +111,7 @@ struct pn_test {
 	unsigned int def_duration_ms;
 	int (*stress)(struct pn_run *run);
 	int (*bench)(struct pn_run *run);
+	bool faults;
 };
 
 /* Components register here (control.c holds the table). */
@@ -157,6 +165,41 @@ unsigned int pn_pick_cpu(struct pn_run *run, enum pn_pin pin, unsigned int idx);
 void pn_bench_header(struct pn_run *run);
 void pn_bench_row(struct pn_run *run, const char *name, u64 ops, u64 ns,
 		  const char *base_name, u64 base_ops, u64 base_ns);
+
+/*
+ * Fault injection (faults=N on a stress line).  Sites are the places
+ * where a failure is injected with probability N/1000 while a run's
+ * worker phase is armed; pn_fault_injected() counts the failures injected
+ * at each site since the last pn_fault_arm().  Faults hit every caller of
+ * the module during that window, not only the run's workers.
+ */
+enum pn_fault_site {
+	PN_FAULT_CHUNK,		/* pcpu_alloc.c: chunk creation */
+	PN_FAULT_CTOR,		/* a stress constructor (alloc stress) */
+	PN_FAULT_UPGRADE,	/* lazy_counter.c: an upgrade's allocation */
+	PN_FAULT_NR_SITES,
+};
+
+extern unsigned int pn_fault_permille;
+bool __pn_fault_hit(enum pn_fault_site site);
+
+/**
+ * pn_fault_hit() - should the caller fail here?
+ * @site: the injection site
+ *
+ * Context: Any context but NMI.
+ * Return: true with the armed probability, false when nothing is armed.
+ */
+static inline bool pn_fault_hit(enum pn_fault_site site)
+{
+	if (likely(!READ_ONCE(pn_fault_permille)))
+		return false;
+	return __pn_fault_hit(site);
+}
+
+void pn_fault_arm(struct pn_run *run);
+void pn_fault_disarm(struct pn_run *run);
+unsigned long pn_fault_injected(enum pn_fault_site site);
 
 struct dentry;
 struct dentry *pn_debugfs_dir(void);

@@ -344,6 +344,7 @@ static inline void lazy_counter_add_remote_auto(struct lazy_counter_auto *a,
  * @auto_triggers: automatic upgrades queued (rate threshold crossed)
  * @auto_upgrades: automatic upgrades that completed
  * @redirects: remote adds that raced with a switch and were redirected
+ * @injected: allocation steps failed by lazy_counter_inject_failure()
  */
 struct lazy_counter_stats {
 	u64 upgrades;
@@ -354,6 +355,7 @@ struct lazy_counter_stats {
 	u64 auto_triggers;
 	u64 auto_upgrades;
 	u64 redirects;
+	u64 injected;
 };
 
 void lazy_counter_get_stats(struct lazy_counter_stats *st);

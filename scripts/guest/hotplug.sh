@@ -9,6 +9,10 @@ for t in $(pn_tests stress); do
 	pn_stress "test=$t ms=${PN_HOTPLUG_MS:-3000}"
 	pn_hotplug_stop
 done
+# Faults and hotplug together: failures injected while CPUs come and go.
+pn_hotplug_start
+PN_FAULT_MS=${PN_HOTPLUG_MS:-3000} pn_stress_faults 200
+pn_hotplug_stop
 pn_rmmod
 pn_kmemleak_check
 exit 0

@@ -212,3 +212,72 @@ pn_percpu_allocs_settled()
 	done
 	echo "$cur"
 }
+
+# pn_stress_faults [RATES]: every test that supports faults= runs at each
+# rate (per mille).  The tests check themselves that every injected failure
+# surfaced and cost nothing; here the high-rate runs must also have
+# injected something, or the fault sites are not wired.
+pn_stress_faults()
+{
+	local t rate line inj sum
+	for t in $(pn_tests faults); do
+		for rate in ${1:-20 300}; do
+			pn_stress "test=$t ms=${PN_FAULT_MS:-1500} faults=$rate"
+			[ "$rate" -ge 100 ] || continue
+			line=$(tail -n 1 "$PN/stress")
+			inj=$(echo "$line" | sed -n 's/.*injected=\([a-z0-9:,]*\).*/\1/p')
+			sum=0
+			for n in $(echo "$inj" | tr ',' '\n' | cut -d: -f2); do
+				sum=$((sum + n))
+			done
+			echo "faults: test=$t rate=$rate injected=$inj"
+			[ "$sum" -gt 0 ] && pn_result PASS "faults:$t:$rate:injected" ||
+				pn_result FAIL "faults:$t:$rate:injected"
+		done
+	done
+}
+
+# rmmod while writers and readers hammer every debugfs file and a
+# fault-injected run is active: rmmod must succeed (retried while an open
+# file pins the module), the run must not survive it, and the kernel log
+# stays clean (checked by the host).
+pn_rmmod_during_fuzz()
+{
+	local i pids="" ok=0
+	insmod /pcpu_next.ko || { pn_result FAIL rmmod-during-fuzz; return 1; }
+	echo "test=alloc seconds=60 faults=50" >"$PN/stress" ||
+		{ pn_result FAIL rmmod-during-fuzz; return 1; }
+	for i in 1 2 3; do
+		(
+			while :; do
+				echo "test=lazy ms=40 faults=200" >"$PN/stress"
+				echo "test=percpu ms=30 threads=2" >"$PN/bench"
+				echo "test=nosuch x=1" >"$PN/stress"
+				echo "$i" >"$PN/alloc/fail_next_chunks"
+				echo "add $i" >"$PN/mmcid"
+				echo "add x" >"$PN/mmcid"
+				cat "$PN/stress" "$PN/bench" "$PN/list" \
+				    "$PN/alloc/stats" "$PN/alloc/fail_next_chunks" \
+				    "$PN/mmcid"
+			done >/dev/null 2>&1
+		) &
+		pids="$pids $!"
+	done
+	sleep 2
+	for i in $(seq 1 100); do
+		if rmmod pcpu_next 2>/dev/null; then
+			ok=1
+			break
+		fi
+		usleep 100000
+	done
+	kill $pids
+	wait $pids 2>/dev/null
+	echo "rmmod during fuzz: $i attempt(s)"
+	if [ $ok = 1 ] && [ ! -d /sys/module/pcpu_next ]; then
+		pn_result PASS rmmod-during-fuzz
+	else
+		pn_result FAIL rmmod-during-fuzz
+		rmmod pcpu_next 2>/dev/null
+	fi
+}
