@@ -1142,9 +1142,9 @@ static ssize_t pn_mmcid_read(struct file *file, char __user *ubuf,
 }
 
 /*
- * Unlike the control files, this one has an .owner: its ->release is
- * module code (it frees the per-file state) and debugfs calls it even
- * after the file was removed, so an open file must pin the module.
+ * .owner, as on every file of the module: ->release is module code (it
+ * frees the per-file state) and debugfs calls it even after the file was
+ * removed, so an open file must pin the module.
  */
 static const struct file_operations pn_mmcid_fops = {
 	.owner = THIS_MODULE,
