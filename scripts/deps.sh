@@ -15,7 +15,7 @@ set -euo pipefail
 
 need_pkgs="build-essential qemu-system-x86 qemu-system-data busybox-static \
 cpio kmod xz-utils bc flex bison libelf-dev libssl-dev sparse dkms \
-python3 rsync linux-source-6.12"
+python3 rsync linux-source-6.12 spin"
 
 missing=""
 for p in $need_pkgs; do
