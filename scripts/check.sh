@@ -4,6 +4,9 @@
 # make check: every test lane, then one closing line "N passed, N failed".
 #
 #   deps     scripts/deps.sh (idempotent)
+#   model    SPIN: the lazy-counter upgrade protocol over all interleavings
+#            of a small model, and mutants of it that must fail
+#            (scripts/model.sh; no VM)
 #   stock    Debian's kernel, 2 vCPUs: insmod, selftests, stress, rmmod
 #   debug    the debug kernel (KASAN, lockdep, kmemleak), 4 vCPUs: KUnit at
 #            insmod, selftests, stress, rmmod, rmmod during a run, kmemleak
@@ -22,7 +25,7 @@
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
-lanes="stock debug kunitpy bench hotplug cycles kcsan"
+lanes="model stock debug kunitpy bench hotplug cycles kcsan"
 if [ "${1:-}" = --lane ]; then
 	lanes=$2
 fi
@@ -49,6 +52,13 @@ run_vm()	# lane kernel smp possible guest [kernel command line]
 
 for lane in $lanes; do
 	case $lane in
+	model)
+		echo "== lane model: SPIN model of the lazy-counter upgrade protocol"
+		bash "$REPO/scripts/model.sh" >"$OUT/model.log" 2>&1
+		rc=$?
+		grep -E '^(not )?ok [0-9]|^# ' "$OUT/model.log" | sed 's/^/   /'
+		echo "model $rc tap $OUT/model.log" >>"$runs"
+		;;
 	stock) run_vm stock stock 2 2 stock.sh ;;
 	debug) run_vm debug debug 4 4 debug.sh ;;
 	kselftest) run_vm kselftest debug 4 4 kselftest.sh ;;

@@ -3,8 +3,8 @@
 """Count what every pcpu_next lane proved and print one closing line.
 
 Input: a file with one line per lane run: "<lane> <rc> <kind> <log>",
-kind being "vm" (a scripts/vm.sh console log) or "kunitpy" (kunit.py run
-output).  From a vm log it counts
+kind being "vm" (a scripts/vm.sh console log), "kunitpy" (kunit.py run
+output) or "tap" (a plain TAP document, e.g. scripts/model.sh).  From a vm log it counts
   - KUnit cases: the KTAP blocks of the in-module suites, parsed by the
     kernel's own tools/testing/kunit/kunit.py parse;
   - selftest cases: the kselftest harness's top-level TAP lines;
@@ -95,6 +95,14 @@ def kunitpy_log(path):
     return {"kunit.py": [counts.get("passed", 0), failed, counts.get("skipped", 0)]}, fails
 
 
+def tap_log(path, what):
+    text = open(path, errors="replace").read() if os.path.exists(path) else ""
+    ok = re.findall(r"^ok \d+ .*$", text, re.M)
+    nok = re.findall(r"^not ok \d+ .*$", text, re.M)
+    skip = [l for l in ok if "# SKIP" in l]
+    return {what: [len(ok) - len(skip), len(nok), len(skip)]}, nok
+
+
 def main():
     runs, kunit_py = sys.argv[1], sys.argv[2]
     total = [0, 0, 0]
@@ -104,6 +112,8 @@ def main():
         rc = int(rc)
         if kind == "vm":
             res, fails = vm_log(log, kunit_py)
+        elif kind == "tap":
+            res, fails = tap_log(log, lane)
         else:
             res, fails = kunitpy_log(log)
         lane_failed = sum(v[1] for v in res.values())
