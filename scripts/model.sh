@@ -1,0 +1,175 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Exhaustive SPIN check of the lazy-counter upgrade protocol
+# (scripts/model/lazy_upgrade.pml; its header says what is modelled).
+#
+# For the model and for each mutant: spin -a in a temporary directory,
+# gcc -O2 -DSAFETY -DCOLLAPSE, ./pan -m$DEPTH -w$HASH (no BITSTATE: every
+# reachable state is stored).  -DSAFETY because every property is an
+# assertion or pan's invalid-end-state check (a reader stuck on
+# slot->ready is one); there is no progress or acceptance property, so the
+# cycle search would only cost time.  -DCOLLAPSE compresses stored states
+# losslessly (about half the memory of the plain store).
+#
+#   model    must finish with 0 errors, search complete (no "max search
+#            depth too small", no memory limit hit) and every statement of
+#            every process reached (all paths exercised)
+#   mutant   must end in an assertion violation; passing is a failure of
+#            the model (it could not tell the broken protocol apart)
+#
+# Output: TAP 13 on stdout, pan's statistics as "# " lines.  Exit status
+# non-zero on any "not ok".  spin comes from scripts/deps.sh.
+#
+# Usage: scripts/model.sh   (from anywhere; about a minute in all: the
+# model needs 20-35 s and 1.1 GB on one core, the rest a few seconds)
+set -euo pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+PML=$REPO/scripts/model/lazy_upgrade.pml
+DEPTH=${MODEL_DEPTH:-10000}	# the model's depth is under 100: a wide margin
+HASH=25			# 2^25 slots: 256 MB of table for ~19M states
+MEMLIM=2048		# MB; pan stops (search incomplete) beyond this
+TIMEOUT=300		# s per pan run; the model needs about 30
+
+# kind:name:spin -D flags
+#   model   the code as it is: must pass, exhaustively, reaching every
+#           statement (owner_sum runs no reader process: its unreached
+#           statements are not counted)
+#   mutant  a broken protocol: must violate an assertion
+#   refute  a stronger property than the code promises (the read is a
+#           linearizable snapshot): must be violated, or the header's
+#           claim that it does not hold is wrong
+cases=(
+	"model:lazy_upgrade:"
+	"model:lazy_upgrade_owner_sum:-DOWNER_SUM"
+	"mutant:NO_REDIRECT:-DMUTANT_NO_REDIRECT"
+	"mutant:LOAD_STORE:-DMUTANT_LOAD_STORE"
+	"mutant:RESET_LOCAL:-DMUTANT_RESET_LOCAL"
+	"mutant:NO_READY_WAIT:-DMUTANT_NO_READY_WAIT"
+	"mutant:NO_CLAIM:-DMUTANT_NO_CLAIM"
+	"refute:SNAPSHOT:-DCHECK_SNAPSHOT"
+)
+
+echo "TAP version 13"
+for tool in spin gcc timeout; do
+	if ! command -v "$tool" >/dev/null 2>&1; then
+		echo "Bail out! $tool not installed (scripts/deps.sh installs spin)"
+		echo "error: $tool not found; install the Debian package (spin: apt-get install spin)" >&2
+		exit 1
+	fi
+done
+[ -r "$PML" ] || { echo "Bail out! $PML missing"; exit 1; }
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+echo "1..${#cases[@]}"
+k=0
+failed=0
+
+# Print the interesting lines of pan's report as TAP diagnostics.
+diag()
+{
+	grep -E 'states, stored|transitions \(|total actual memory|State-vector|elapsed time|assertion violated|error|pan:.*invalid end state' "$1" |
+		sed -e 's/^[[:space:]]*/# /'
+}
+
+# Echo the number before "label" in pan's output, or "?".
+stat_of()
+{
+	local n
+	n=$(grep -E "^[[:space:]]*[0-9.e+]+ $2" "$1" | head -n 1 | awk '{ print $1 }')
+	echo "${n:-?}"
+}
+
+# Unreached statements in pan's report, outside proctype $2 (if given).
+unreached_count()
+{
+	awk -v skip="$2" '
+		/^unreached in / { cur = $NF; next }
+		/^[[:space:]]*[^[:space:]]*lazy_upgrade\.pml:[0-9]+, state/ {
+			if (cur != skip) n++
+		}
+		END { print n + 0 }' "$1"
+}
+
+for c in "${cases[@]}"; do
+	kind=${c%%:*}
+	rest=${c#*:}
+	name=${rest%%:*}
+	flags=${rest#*:}
+	k=$((k + 1))
+	dir=$tmp/$name
+	mkdir -p "$dir"
+	log=$dir/pan.out
+	# shellcheck disable=SC2086 # $flags is a word list (empty for the model)
+	if ! (cd "$dir" && spin -a $flags "$PML" >spin.out 2>&1 &&
+	      gcc -O2 -DSAFETY -DCOLLAPSE -DMEMLIM=$MEMLIM -o pan pan.c \
+		>gcc.out 2>&1); then
+		echo "not ok $k - $name: spin -a or gcc failed"
+		sed -e 's/^/# /' "$dir/spin.out" "$dir/gcc.out" 2>/dev/null | head -n 20
+		failed=$((failed + 1))
+		continue
+	fi
+	t0=$(date +%s.%N)
+	rc=0
+	(cd "$dir" && timeout "$TIMEOUT" ./pan -m"$DEPTH" -w"$HASH" >"$log" 2>&1) || rc=$?
+	t1=$(date +%s.%N)
+	secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
+	states=$(stat_of "$log" "states, stored")
+	errors=$(sed -n 's/.*errors: \([0-9]*\).*/\1/p' "$log" | head -n 1)
+	incomplete=""
+	if grep -qE 'max search depth too small|depth limit reached' "$log"; then
+		incomplete="search depth limit reached"
+	elif grep -qE 'out of memory|MEMLIM bound' "$log"; then
+		incomplete="memory limit reached"
+	elif [ "$rc" -eq 124 ]; then
+		incomplete="timed out after ${TIMEOUT}s"
+	elif [ -z "$errors" ]; then
+		incomplete="no pan summary (exit $rc)"
+	fi
+
+	if [ "$kind" = model ]; then
+		skip=""
+		[ "$name" = lazy_upgrade_owner_sum ] && skip=reader
+		unreached=$(unreached_count "$log" "$skip")
+		if [ -n "$incomplete" ]; then
+			echo "not ok $k - $name: $incomplete"
+			failed=$((failed + 1))
+		elif [ "$errors" != 0 ] || [ "$rc" -ne 0 ]; then
+			echo "not ok $k - $name: $errors errors (pan exit $rc)"
+			failed=$((failed + 1))
+		elif [ "$unreached" != 0 ]; then
+			echo "not ok $k - $name: $unreached statements never reached"
+			grep -A1 '^unreached in' "$log" | sed -e 's/^/# /'
+			failed=$((failed + 1))
+		else
+			echo "ok $k - $name: exhaustive, $states states, 0 errors"
+		fi
+	else
+		what="mutant $name"
+		[ "$kind" = refute ] && what="stronger property $name"
+		if grep -q 'assertion violated' "$log" && [ "${errors:-0}" -ge 1 ]; then
+			if [ "$kind" = refute ]; then
+				echo "ok $k - $what refuted as documented (assertion violated)"
+			else
+				echo "ok $k - $what caught (assertion violated)"
+			fi
+		elif [ -n "$incomplete" ]; then
+			echo "not ok $k - $what: $incomplete, no violation found"
+			failed=$((failed + 1))
+		else
+			echo "not ok $k - $what passed: the model cannot tell"
+			failed=$((failed + 1))
+		fi
+	fi
+	diag "$log"
+	echo "# wall time ${secs} s"
+done
+
+if [ "$failed" -ne 0 ]; then
+	echo "# $failed of ${#cases[@]} failed"
+	exit 1
+fi
+exit 0
