@@ -42,8 +42,9 @@
  *       stores afterwards is still counted.  That is why the upgrade
  *       needs no cooperation from the owner and may run from any
  *       sleepable context (another task, a workqueue).
- *  (I2) Bit 0 of @state goes from 1 to 0 exactly once per counter (until
- *       destroy), by one xchg(state, 0) issued after @slot was set.  The
+ *  (I2) Bit 0 of @state goes from 1 to 0 at most once per counter (until
+ *       destroy; exactly once if an upgrade succeeds), by one
+ *       xchg(state, 0) issued after @slot was set.  The
  *       value the xchg returns is the remote total carried into
  *       slot->base, which is published (slot->ready, release) right after
  *       with interrupts off.
@@ -77,6 +78,21 @@
  * spinning on the upgrader's own CPU.  Adders never wait.  Local adds use
  * WRITE_ONCE/READ_ONCE only so that the single-writer word is never torn
  * or re-stored by the compiler under concurrent readers.
+ *
+ * Reads.  A sum loads @state, then @local (and the target): it is not a
+ * snapshot of a value the counter ever held, but it lies between the
+ * total of the adds that completed before it started and the total of
+ * those that started before it ended.
+ *
+ * Model check.  scripts/model/lazy_upgrade.pml (SPIN, run by
+ * scripts/model.sh in `make check`) explores every interleaving of an
+ * owner, two remote adders, two racing upgraders whose allocations may
+ * fail, and a reader, at the granularity of single loads, stores and
+ * RMWs (sequentially consistent: it checks the RMW-order argument above,
+ * not the acquire/release pairs).  It checks that no add is lost or
+ * doubled, I2 and I4, the read bound above, and that nothing leaks; five
+ * mutants (no redirect, load+store instead of xchg, resetting @local, no
+ * wait for ready, no claim cmpxchg) each fail it.
  *
  * Compared with the RFC this follows (a percpu_counter whose pointer word
  * doubles as the tagged remote count, switched by xchg and with the local

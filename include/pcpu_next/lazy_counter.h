@@ -32,8 +32,10 @@ struct lazy_slot;
  *	   remote total is what add_remote() accumulated.  Upgraded: bit 0
  *	   clear, the other bits meaningless (racing remote adds may still
  *	   change them; they are redirected, not lost).
- * @slot: NULL in lazy mode; the counter's slot in its per-CPU target,
- *	  set before bit 0 of @state is cleared
+ * @slot: NULL until an upgrade claims the array; then the counter's slot
+ *	  in its per-CPU target, set before bit 0 of @state is cleared (so
+ *	  it may be set while the counter is still lazy; lazy-mode paths
+ *	  never read it)
  *
  * The value of the counter is @local plus the remote total in lazy mode,
  * or @local plus the slot's value once upgraded.
