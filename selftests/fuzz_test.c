@@ -21,6 +21,7 @@
 #include <signal.h>
 #include <stdint.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #include "kselftest_harness.h"
 #include "pn_util.h"
@@ -244,6 +245,26 @@ static int ref_mmcid(const char *line, size_t len, long long *v)
 
 static uint64_t rng;
 
+/*
+ * Every run fuzzes new lines: the base seed comes from the clock unless
+ * PN_FUZZ_SEED is set, and is printed so that a failing run can be
+ * replayed (the interleaving of writers is not replayed).
+ */
+static uint64_t fuzz_seed(void)
+{
+	static uint64_t seed;
+	const char *env = getenv("PN_FUZZ_SEED");
+
+	if (!seed) {
+		seed = env ? strtoull(env, NULL, 10) : (uint64_t)time(NULL) * 2654435761ULL;
+		seed = seed ? seed : 1;
+		printf("# fuzz seed %llu (PN_FUZZ_SEED=%llu replays it)\n",
+		       (unsigned long long)seed, (unsigned long long)seed);
+		fflush(stdout);
+	}
+	return seed;
+}
+
 static uint32_t rnd(void)
 {
 	rng ^= rng << 13;
@@ -358,7 +379,7 @@ static int writer(int id, int nr_cpu_ids, struct fuzz_stats *st)
 	char buf[2 * LINE_MAX_LEN];
 	int i, bad = 0, runs = 0;
 
-	rng = 0x9e3779b97f4a7c15ULL * (id + 1);
+	rng = (fuzz_seed() ^ 0x9e3779b97f4a7c15ULL) * (id + 1) | 1;
 	for (i = 0; i < LINES_PER_WRITER; i++) {
 		const char *file = rnd() % 3 ? "stress" : "bench";
 		struct ref_result r;
@@ -448,6 +469,7 @@ TEST_F_TIMEOUT(fuzz, concurrent_differential, 600)
 
 	if (access(PN_DIR "/stress", F_OK))
 		SKIP(return, "pcpu_next not loaded");
+	fuzz_seed();
 	ASSERT_GT(load_tests(), 0);
 	ASSERT_EQ(0, pn_wait_idle("stress", 60));
 	ASSERT_EQ(0, pn_wait_idle("bench", 60));
@@ -536,7 +558,7 @@ static int comp_writer(int id, struct comp_stats *st)
 	char buf[128];
 	int i, fd;
 
-	rng = 0xda942042e4dd58b5ULL * (id + 1);
+	rng = (fuzz_seed() ^ 0xda942042e4dd58b5ULL) * (id + 1) | 1;
 	cur_dict = cdict;
 	cur_dict_len = ARRAY_SIZE(cdict);
 	fd = open(PN_DIR "/mmcid", O_RDWR);
@@ -625,6 +647,7 @@ TEST_F_TIMEOUT(comp, component_files, 600)
 
 	if (access(PN_DIR "/mmcid", F_OK) || access(PN_DIR "/alloc/fail_next_chunks", F_OK))
 		SKIP(return, "pcpu_next not loaded");
+	fuzz_seed();
 	ASSERT_EQ(0, pn_wait_idle("stress", 60));
 	ASSERT_EQ(0, pn_wait_idle("bench", 60));
 
