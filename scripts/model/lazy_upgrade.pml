@@ -264,7 +264,7 @@
  *               (LOSER_FREES_WINNER), 51 (SWITCH_ONLY_C0).
  *   refuted:    CHECK_SNAPSHOT after 3,293,007; NR2: LOSER_UPGRADED and
  *               C0_MEANS_ALL after 2,191, LOSER_SLOT1 after 54,837.
- *   scripts/model.sh in all: 16 cases, about 76 s wall on one core (gcc
+ *   scripts/model.sh in all: 16 cases, 70-76 s wall on one core (gcc
  *   of pan.c is ~2.5 s of each case), peak 1.1 GB.
  *
  * ESSAY/DOCS VERSUS CODE (no protocol bug found; wording only)
