@@ -15,14 +15,23 @@
 #   model    must finish with 0 errors, search complete (no "max search
 #            depth too small", no memory limit hit) and every statement of
 #            every process reached (all paths exercised)
-#   mutant   must end in an assertion violation; passing is a failure of
-#            the model (it could not tell the broken protocol apart)
+#   mutant   must end in a violation of the assertion it is expected to
+#            trip (a fixed string of pan's "assertion violated" line);
+#            passing, or failing some other assertion, is a failure of
+#            the model (it could not tell the broken protocol apart, or
+#            the model itself is broken)
+#   refute   the same for a stronger property than the code promises
+#
+# The cases run the default configuration (one counter) and -DNR2 (an
+# array of two counters: claim on c[0], the winner publishes c[1].slot
+# and switches both; losers may return 0 first).
 #
 # Output: TAP 13 on stdout, pan's statistics as "# " lines.  Exit status
 # non-zero on any "not ok".  spin comes from scripts/deps.sh.
 #
-# Usage: scripts/model.sh   (from anywhere; about a minute in all: the
-# model needs 20-35 s and 1.1 GB on one core, the rest a few seconds)
+# Usage: scripts/model.sh   (from anywhere; 1-1.5 minutes in all: the
+# one-counter model needs 20-35 s and 1.1 GB on one core, the NR2 model
+# a few seconds and 0.35 GB, the rest mostly gcc, ~2.5 s a case)
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -32,23 +41,32 @@ HASH=25			# 2^25 slots: 256 MB of table for ~19M states
 MEMLIM=2048		# MB; pan stops (search incomplete) beyond this
 TIMEOUT=300		# s per pan run; the model needs about 30
 
-# kind:name:spin -D flags
+# kind:name:spin -D flags[:expected assertion text]
 #   model   the code as it is: must pass, exhaustively, reaching every
 #           statement (owner_sum runs no reader process: its unreached
 #           statements are not counted)
-#   mutant  a broken protocol: must violate an assertion
+#   mutant  a broken protocol: must violate the expected assertion
 #   refute  a stronger property than the code promises (the read is a
-#           linearizable snapshot): must be violated, or the header's
-#           claim that it does not hold is wrong
+#           linearizable snapshot; a losing upgrader's 0 means the array
+#           is upgraded): must be violated, or the header's claim that it
+#           does not hold is wrong
 cases=(
 	"model:lazy_upgrade:"
 	"model:lazy_upgrade_owner_sum:-DOWNER_SUM"
-	"mutant:NO_REDIRECT:-DMUTANT_NO_REDIRECT"
-	"mutant:LOAD_STORE:-DMUTANT_LOAD_STORE"
-	"mutant:RESET_LOCAL:-DMUTANT_RESET_LOCAL"
-	"mutant:NO_READY_WAIT:-DMUTANT_NO_READY_WAIT"
-	"mutant:NO_CLAIM:-DMUTANT_NO_CLAIM"
-	"refute:SNAPSHOT:-DCHECK_SNAPSHOT"
+	"model:lazy_upgrade_nr2:-DNR2"
+	"mutant:NO_REDIRECT:-DMUTANT_NO_REDIRECT:v==done"
+	"mutant:LOAD_STORE:-DMUTANT_LOAD_STORE:v==done"
+	"mutant:RESET_LOCAL:-DMUTANT_RESET_LOCAL:v==done"
+	"mutant:NO_READY_WAIT:-DMUTANT_NO_READY_WAIT:lo<=v"
+	"mutant:NO_CLAIM:-DMUTANT_NO_CLAIM:old&1"
+	"mutant:NR2_SWITCH_BEFORE_SLOT:-DNR2 -DMUTANT_SWITCH_BEFORE_SLOT:sl!=0"
+	"mutant:NR2_SWITCH_BEFORE_CLAIM:-DNR2 -DMUTANT_SWITCH_BEFORE_CLAIM:slot[0]==g"
+	"mutant:NR2_LOSER_FREES_WINNER:-DNR2 -DMUTANT_LOSER_FREES_WINNER:alive[sl]"
+	"mutant:NR2_SWITCH_ONLY_C0:-DNR2 -DMUTANT_SWITCH_ONLY_C0:(state[0]&1)==(state[1]&1)"
+	"refute:SNAPSHOT:-DCHECK_SNAPSHOT:seen"
+	"refute:NR2_LOSER_UPGRADED:-DNR2 -DREFUTE_LOSER_UPGRADED:!((state[0]&1))&&"
+	"refute:NR2_LOSER_SLOT1:-DNR2 -DREFUTE_LOSER_SLOT1:slot[1]!=0"
+	"refute:NR2_C0_MEANS_ALL:-DNR2 -DREFUTE_C0_MEANS_ALL:!(1)||"
 )
 
 echo "TAP version 13"
@@ -98,7 +116,10 @@ for c in "${cases[@]}"; do
 	kind=${c%%:*}
 	rest=${c#*:}
 	name=${rest%%:*}
-	flags=${rest#*:}
+	rest=${rest#*:}
+	flags=${rest%%:*}
+	expect=""
+	[ "$flags" != "$rest" ] && expect=${rest#*:}
 	k=$((k + 1))
 	dir=$tmp/$name
 	mkdir -p "$dir"
@@ -150,7 +171,12 @@ for c in "${cases[@]}"; do
 	else
 		what="mutant $name"
 		[ "$kind" = refute ] && what="stronger property $name"
-		if grep -q 'assertion violated' "$log" && [ "${errors:-0}" -ge 1 ]; then
+		violated=$(grep -m 1 'assertion violated' "$log" || true)
+		if [ -n "$violated" ] && [ "${errors:-0}" -ge 1 ] &&
+		   [ -n "$expect" ] && ! grep -qF -- "$expect" <<<"$violated"; then
+			echo "not ok $k - $what violated another assertion than expected ($expect)"
+			failed=$((failed + 1))
+		elif [ -n "$violated" ] && [ "${errors:-0}" -ge 1 ]; then
 			if [ "$kind" = refute ]; then
 				echo "ok $k - $what refuted as documented (assertion violated)"
 			else
