@@ -89,10 +89,12 @@
  * owner, two remote adders, two racing upgraders whose allocations may
  * fail, and a reader, at the granularity of single loads, stores and
  * RMWs (sequentially consistent: it checks the RMW-order argument above,
- * not the acquire/release pairs).  It checks that no add is lost or
- * doubled, I2 and I4, the read bound above, and that nothing leaks; five
- * mutants (no redirect, load+store instead of xchg, resetting @local, no
- * wait for ready, no claim cmpxchg) each fail it.
+ * not the acquire/release pairs); a second configuration upgrades an
+ * array of two counters.  It checks that no add is lost or doubled, I2
+ * and I4, that both counters of an array end in the same mode, the read
+ * bound above, and that no group leaks or is freed twice; nine mutants
+ * (no redirect, load+store instead of xchg, resetting @local, no wait for
+ * ready, no claim cmpxchg, and four array-specific ones) each fail it.
  *
  * Compared with the RFC this follows (a percpu_counter whose pointer word
  * doubles as the tagged remote count, switched by xchg and with the local
@@ -665,7 +667,12 @@ static void lazy_group_free(struct lazy_group *g)
  * Updaters keep running during the upgrade; no update is lost (see the
  * ordering argument at the top of this file).  Concurrent upgrades of the
  * same array are allowed: one wins, the others free their storage and
- * return 0, possibly before the winner switched the last counter.
+ * return 0.  A 0 return means the array is claimed by an upgrade that
+ * can no longer fail, not that it is switched: a loser (or a caller that
+ * finds the claim already made) may return before the winner switched
+ * any counter, so any counter may still read as lazy until the winner's
+ * call returns, and the array must not be destroyed while an upgrade is
+ * in flight.  Updates and sums stay exact meanwhile.
  *
  * Context: Process context, may sleep; no spinlock held.
  * Return: 0 if the array is (being) upgraded; -EINVAL for a bad @nr or

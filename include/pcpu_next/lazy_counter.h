@@ -344,7 +344,8 @@ static inline void lazy_counter_add_remote_auto(struct lazy_counter_auto *a,
  * @live_groups: upgraded arrays not yet destroyed
  * @pcpu_allocs: per-CPU allocations made for targets
  * @auto_triggers: automatic upgrades queued (rate threshold crossed)
- * @auto_upgrades: automatic upgrades that completed
+ * @auto_upgrades: automatic upgrade work items whose upgrade call returned 0
+ *		   (won, or found the array already claimed)
  * @redirects: remote adds that raced with a switch and were redirected
  * @injected: allocation steps failed by lazy_counter_inject_failure()
  */
