@@ -443,28 +443,85 @@ static void reader(void)
 			pn_read(files[i], buf, sizeof(buf));
 }
 
+static int nr_ids;	/* nr_cpu_ids, for the reference parser */
+
+static int control_writer(int id, void *st)
+{
+	return writer(id, nr_ids, st) ? 1 : 0;
+}
+
+/*
+ * Fork a reader and NR_WRITERS writers (writer i gets st + i * st_size,
+ * shared memory), wait for the writers, then stop the reader.  Returns
+ * how many writers failed, plus one if the reader exited by itself (it
+ * loops until killed unless it saw something wrong); -1 if a fork failed.
+ */
+static int storm(void (*rd_fn)(void), int (*wr_fn)(int id, void *st),
+		 void *st, size_t st_size)
+{
+	pid_t pids[NR_WRITERS], rd;
+	int i, status, failed = 0;
+
+	rd = fork();
+	if (rd < 0)
+		return -1;
+	if (!rd) {
+		rd_fn();
+		_exit(0);
+	}
+	for (i = 0; i < NR_WRITERS; i++) {
+		pids[i] = fork();
+		if (pids[i] < 0) {
+			kill(rd, SIGKILL);
+			return -1;
+		}
+		if (!pids[i])
+			_exit(wr_fn(i, (char *)st + i * st_size));
+	}
+	for (i = 0; i < NR_WRITERS; i++)
+		if (waitpid(pids[i], &status, 0) != pids[i] ||
+		    !WIFEXITED(status) || WEXITSTATUS(status))
+			failed++;
+	if (waitpid(rd, &status, WNOHANG) != 0)
+		failed++;
+	kill(rd, SIGKILL);
+	waitpid(rd, &status, 0);
+	return failed;
+}
+
+struct comp_stats {
+	int sent_fail, sent_mmcid, bad, sums_checked, sum_errors;
+};
+
+/* Per-writer statistics of both tests, in memory shared with the writers. */
+union fuzz_shared {
+	struct fuzz_stats f[NR_WRITERS];
+	struct comp_stats c[NR_WRITERS];
+};
+
 FIXTURE(fuzz) {
-	struct fuzz_stats *st;
+	union fuzz_shared *sh;
 };
 
 FIXTURE_SETUP(fuzz)
 {
-	self->st = mmap(NULL, NR_WRITERS * sizeof(*self->st), PROT_READ | PROT_WRITE,
+	self->sh = mmap(NULL, sizeof(*self->sh), PROT_READ | PROT_WRITE,
 			MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	ASSERT_NE(MAP_FAILED, self->st);
-	memset(self->st, 0, NR_WRITERS * sizeof(*self->st));
+	ASSERT_NE(MAP_FAILED, self->sh);
+	memset(self->sh, 0, sizeof(*self->sh));
 }
 
 FIXTURE_TEARDOWN(fuzz)
 {
-	munmap(self->st, NR_WRITERS * sizeof(*self->st));
+	/* Never leave chunk failures armed for whoever runs next. */
+	pn_write_str("alloc/fail_next_chunks", "0\n");
+	munmap(self->sh, sizeof(*self->sh));
 }
 
 TEST_F_TIMEOUT(fuzz, concurrent_differential, 600)
 {
-	pid_t pids[NR_WRITERS], rd;
-	int i, status, nr = pn_nr_cpu_ids(), bad = 0;
-	int sent = 0, runs = 0, busy = 0, mismatches = 0;
+	int i, bad, sent = 0, runs = 0, busy = 0, mismatches = 0;
+	struct fuzz_stats *st = self->sh->f;
 	char buf[16384];
 
 	if (access(PN_DIR "/stress", F_OK))
@@ -474,30 +531,13 @@ TEST_F_TIMEOUT(fuzz, concurrent_differential, 600)
 	ASSERT_EQ(0, pn_wait_idle("stress", 60));
 	ASSERT_EQ(0, pn_wait_idle("bench", 60));
 
-	rd = fork();
-	ASSERT_GE(rd, 0);
-	if (!rd) {
-		reader();
-		_exit(0);
-	}
+	nr_ids = pn_nr_cpu_ids();
+	bad = storm(reader, control_writer, st, sizeof(*st));
 	for (i = 0; i < NR_WRITERS; i++) {
-		pids[i] = fork();
-		ASSERT_GE(pids[i], 0);
-		if (!pids[i])
-			_exit(writer(i, nr, &self->st[i]) ? 1 : 0);
-	}
-	for (i = 0; i < NR_WRITERS; i++) {
-		ASSERT_EQ(pids[i], waitpid(pids[i], &status, 0));
-		if (!WIFEXITED(status) || WEXITSTATUS(status))
-			bad++;
-	}
-	kill(rd, SIGKILL);
-	waitpid(rd, &status, 0);
-	for (i = 0; i < NR_WRITERS; i++) {
-		sent += self->st[i].sent;
-		runs += self->st[i].runs;
-		busy += self->st[i].busy;
-		mismatches += self->st[i].bad;
+		sent += st[i].sent;
+		runs += st[i].runs;
+		busy += st[i].busy;
+		mismatches += st[i].bad;
 	}
 	/* A stable line for the README's reliability figures. */
 	printf("# fuzz: %d lines from %d writers, %d runs started, %d EBUSY, %d wrong verdicts\n",
@@ -519,10 +559,6 @@ TEST_F_TIMEOUT(fuzz, concurrent_differential, 600)
 /* ---- component files ------------------------------------------------------ */
 
 #define COMP_LINES_PER_WRITER 800
-
-struct comp_stats {
-	int sent_fail, sent_mmcid, bad, sums_checked, sum_errors;
-};
 
 /*
  * One line to mmcid through @fd; an accepted add is read back and the sum
@@ -552,8 +588,9 @@ static int comp_mmcid(int id, int fd, const char *buf, size_t len, long long v,
 	return 0;
 }
 
-static int comp_writer(int id, struct comp_stats *st)
+static int comp_writer(int id, void *arg)
 {
+	struct comp_stats *st = arg;
 	long long expect = 0;
 	char buf[128];
 	int i, fd;
@@ -618,29 +655,10 @@ static void comp_reader(void)
 	}
 }
 
-FIXTURE(comp) {
-	struct comp_stats *st;
-};
-
-FIXTURE_SETUP(comp)
+TEST_F_TIMEOUT(fuzz, component_files, 600)
 {
-	self->st = mmap(NULL, NR_WRITERS * sizeof(*self->st), PROT_READ | PROT_WRITE,
-			MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	ASSERT_NE(MAP_FAILED, self->st);
-	memset(self->st, 0, NR_WRITERS * sizeof(*self->st));
-}
-
-FIXTURE_TEARDOWN(comp)
-{
-	/* Never leave chunk failures armed for whoever runs next. */
-	pn_write_str("alloc/fail_next_chunks", "0\n");
-	munmap(self->st, NR_WRITERS * sizeof(*self->st));
-}
-
-TEST_F_TIMEOUT(comp, component_files, 600)
-{
-	pid_t pids[NR_WRITERS], rd;
-	int i, status, failed = 0, sent_fail = 0, sent_mmcid = 0, bad = 0;
+	int i, failed, sent_fail = 0, sent_mmcid = 0, bad = 0;
+	struct comp_stats *st = self->sh->c;
 	int sums = 0, sum_errors = 0;
 	unsigned long long v;
 	char buf[64];
@@ -651,33 +669,14 @@ TEST_F_TIMEOUT(comp, component_files, 600)
 	ASSERT_EQ(0, pn_wait_idle("stress", 60));
 	ASSERT_EQ(0, pn_wait_idle("bench", 60));
 
-	rd = fork();
-	ASSERT_GE(rd, 0);
-	if (!rd) {
-		comp_reader();
-		_exit(0);
-	}
+	/* failed counts the reader too: it exits on a wrong mmcid read */
+	failed = storm(comp_reader, comp_writer, st, sizeof(*st));
 	for (i = 0; i < NR_WRITERS; i++) {
-		pids[i] = fork();
-		ASSERT_GE(pids[i], 0);
-		if (!pids[i])
-			_exit(comp_writer(i, &self->st[i]));
-	}
-	for (i = 0; i < NR_WRITERS; i++) {
-		ASSERT_EQ(pids[i], waitpid(pids[i], &status, 0));
-		if (!WIFEXITED(status) || WEXITSTATUS(status))
-			failed++;
-	}
-	/* The reader must still be looping (it exits 3 on a wrong read). */
-	EXPECT_EQ(0, waitpid(rd, &status, WNOHANG));
-	kill(rd, SIGKILL);
-	waitpid(rd, &status, 0);
-	for (i = 0; i < NR_WRITERS; i++) {
-		sent_fail += self->st[i].sent_fail;
-		sent_mmcid += self->st[i].sent_mmcid;
-		bad += self->st[i].bad;
-		sums += self->st[i].sums_checked;
-		sum_errors += self->st[i].sum_errors;
+		sent_fail += st[i].sent_fail;
+		sent_mmcid += st[i].sent_mmcid;
+		bad += st[i].bad;
+		sums += st[i].sums_checked;
+		sum_errors += st[i].sum_errors;
 	}
 	printf("# fuzz-components: %d lines (fail_next_chunks %d, mmcid %d) from %d writers, ",
 	       sent_fail + sent_mmcid, sent_fail, sent_mmcid, NR_WRITERS);
