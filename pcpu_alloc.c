@@ -1532,33 +1532,6 @@ static u64 pn_st_word(u64 tag, unsigned int cpu, unsigned int w)
 	return tag ^ ((u64)cpu << 40) ^ ((u64)w << 20);
 }
 
-static bool pn_st_check(void __percpu *obj, unsigned int from, unsigned int words,
-			u64 tag, bool constructed);
-
-static int pn_st_ctor(void __percpu *obj, void *priv)
-{
-	struct pn_st *st = priv;
-	unsigned int cpu, w;
-
-	if (pn_fault_hit(PN_FAULT_CTOR))
-		return -ENOMEM;
-	for_each_possible_cpu(cpu)
-		for (w = 0; w < PN_ST_CTOR_SIZE / 8; w++)
-			((u64 *)per_cpu_ptr(obj, cpu))[w] = PN_ST_CTOR_MAGIC ^ w;
-	atomic_long_inc(&st->constructed);
-	return 0;
-}
-
-/* Objects come back constructed; each is destructed once. */
-static void pn_st_dtor(void __percpu *obj, void *priv)
-{
-	struct pn_st *st = priv;
-
-	if (!pn_st_check(obj, 0, PN_ST_CTOR_SIZE / 8, 0, true))
-		atomic_long_inc(&st->bad_dtor);
-	atomic_long_inc(&st->destructed);
-}
-
 /* Constructor for the bench: zeroed, like a fresh counter; @priv: size. */
 static int pn_st_ctor_any(void __percpu *obj, void *priv)
 {
@@ -1601,6 +1574,30 @@ static void pn_st_stamp(void __percpu *obj, unsigned int from, unsigned int word
 			p[w] = constructed ? PN_ST_CTOR_MAGIC ^ w :
 			       pn_st_word(tag, cpu, w);
 	}
+}
+
+static int pn_st_ctor(void __percpu *obj, void *priv)
+{
+	struct pn_st *st = priv;
+	unsigned int cpu, w;
+
+	if (pn_fault_hit(PN_FAULT_CTOR))
+		return -ENOMEM;
+	for_each_possible_cpu(cpu)
+		for (w = 0; w < PN_ST_CTOR_SIZE / 8; w++)
+			((u64 *)per_cpu_ptr(obj, cpu))[w] = PN_ST_CTOR_MAGIC ^ w;
+	atomic_long_inc(&st->constructed);
+	return 0;
+}
+
+/* Objects come back constructed; each is destructed once. */
+static void pn_st_dtor(void __percpu *obj, void *priv)
+{
+	struct pn_st *st = priv;
+
+	if (!pn_st_check(obj, 0, PN_ST_CTOR_SIZE / 8, 0, true))
+		atomic_long_inc(&st->bad_dtor);
+	atomic_long_inc(&st->destructed);
 }
 
 /* Verify a parked object and free it. */

@@ -9,16 +9,17 @@
 #            (scripts/model.sh; no VM)
 #   stock    Debian's kernel, 2 vCPUs: insmod, selftests, stress, rmmod
 #   debug    the debug kernel (KASAN, lockdep, kmemleak), 4 vCPUs: KUnit at
-#            insmod, selftests, stress, rmmod, rmmod during a run, kmemleak
+#            insmod, selftests, stress, fault-injected stress (faults=),
+#            rmmod, rmmod during a run and during a fuzzing storm, kmemleak
 #   kunitpy  kunit.py run --arch=x86_64 with the module built in, -smp 4
 #   bench    every benchmark on Debian's kernel, 4 online CPUs, then 4
 #            online of 64 possible (ratios only; a bench passes when it ran)
-#   hotplug  debug kernel: every stress while CPUs go offline and online at
-#            random; kmemleak
+#   hotplug  debug kernel: every stress, then the fault-injected ones,
+#            while CPUs go offline and online at random; kmemleak
 #   cycles   debug kernel booted with kunit.enable=0: 100 x (insmod, short
 #            stress, rmmod); live per-CPU allocations back to their count
 #            after a warm-up round; kmemleak
-#   kcsan    the KCSAN kernel: KUnit at insmod, selftests, stress, rmmod
+#   kcsan    the KCSAN kernel running the debug lane's guest script
 #
 # `scripts/check.sh --lane NAME` runs one lane (kselftest: the selftests
 # alone in the debug VM).  Exit status: non-zero on any failure or splat.

@@ -4,7 +4,8 @@
 
 Input: a file with one line per lane run: "<lane> <rc> <kind> <log>",
 kind being "vm" (a scripts/vm.sh console log), "kunitpy" (kunit.py run
-output) or "tap" (a plain TAP document, e.g. scripts/model.sh).  From a vm log it counts
+output) or "tap" (a plain TAP document, e.g. scripts/model.sh).  From a vm
+log it counts
   - KUnit cases: the KTAP blocks of the in-module suites, parsed by the
     kernel's own tools/testing/kunit/kunit.py parse;
   - selftest cases: the kselftest harness's top-level TAP lines;
@@ -41,6 +42,14 @@ def kunit_parse(kunit_py, ktap):
     return counts.get("passed", 0), failed, counts.get("skipped", 0), out
 
 
+def tap_counts(text):
+    """Top-level TAP lines of text: ([passed, failed, skipped], not-ok lines)."""
+    ok = re.findall(r"^ok \d+ .*$", text, re.M)
+    nok = re.findall(r"^not ok \d+ .*$", text, re.M)
+    skip = [l for l in ok if "# SKIP" in l]
+    return [len(ok) - len(skip), len(nok), len(skip)], nok
+
+
 def vm_log(path, kunit_py):
     text = open(path, errors="replace").read() if os.path.exists(path) else ""
     res = {"kunit": [0, 0, 0], "selftest": [0, 0, 0], "check": [0, 0, 0]}
@@ -65,13 +74,10 @@ def vm_log(path, kunit_py):
 
     for body in re.findall(r"=== PN-SELFTEST-BEGIN \S+\n(.*?)=== PN-SELFTEST-END rc=(\d+)",
                            text, re.S):
-        lines, rc = body[0].splitlines(), int(body[1])
-        ok = [l for l in lines if re.match(r"^ok \d+ ", l)]
-        nok = [l for l in lines if re.match(r"^not ok \d+ ", l)]
-        skip = [l for l in ok if "# SKIP" in l]
-        res["selftest"][0] += len(ok) - len(skip)
-        res["selftest"][1] += len(nok) + (1 if rc and not nok else 0)
-        res["selftest"][2] += len(skip)
+        (p, f, s), nok = tap_counts(body[0])
+        res["selftest"][0] += p
+        res["selftest"][1] += f + (1 if int(body[1]) and not nok else 0)
+        res["selftest"][2] += s
         fails += nok
 
     for verdict, name in re.findall(r"^=== PN-RESULT (PASS|FAIL) (\S+)", text, re.M):
@@ -97,10 +103,8 @@ def kunitpy_log(path):
 
 def tap_log(path, what):
     text = open(path, errors="replace").read() if os.path.exists(path) else ""
-    ok = re.findall(r"^ok \d+ .*$", text, re.M)
-    nok = re.findall(r"^not ok \d+ .*$", text, re.M)
-    skip = [l for l in ok if "# SKIP" in l]
-    return {what: [len(ok) - len(skip), len(nok), len(skip)]}, nok
+    counts, nok = tap_counts(text)
+    return {what: counts}, nok
 
 
 def main():

@@ -219,7 +219,7 @@ pn_percpu_allocs_settled()
 # injected something, or the fault sites are not wired.
 pn_stress_faults()
 {
-	local t rate line inj sum
+	local t rate line inj sum n
 	for t in $(pn_tests faults); do
 		for rate in ${1:-20 300}; do
 			pn_stress "test=$t ms=${PN_FAULT_MS:-1500} faults=$rate"
