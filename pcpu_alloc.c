@@ -7,7 +7,7 @@
  * zeroes the area on every possible CPU each time.  This file puts an
  * object cache in front of it, in the style of the slab magazine layer:
  *
- *   pn_cache_alloc / pn_cache_free           (any context; see GFP rules)
+ *   pn_cache_alloc / pn_cache_free          (see Context: of each)
  *        |
  *        v   local_lock_irqsave(cache->cpu->lock)
  *   +-------------------------- per CPU (struct pn_cpu_cache) -------+
@@ -16,15 +16,21 @@
  *        |  loaded empty on alloc / full on free: exchange with depot
  *        v   spin_lock(cache->lock)
  *   +-------------------------- per cache (depot) --------------------+
- *   |  full_mags:  [M][M][M]   (at most PN_DEPOT_MAX, excess flushed) |
+ *   |  full_mags:  [M][M][M]   (at most depot_max, excess flushed)    |
  *   |  empty_mags: [ ][ ]                                             |
  *   |  chunks_partial / chunks_free / chunks_full                     |
+ *   |  reserve: free chunk objects kept for non-blocking callers      |
  *   +-----------------------------------------------------------------+
- *        |  no free object anywhere: drop every lock, then
+ *        |  nothing for this caller: drop every lock, then
  *        v
- *   pn_chunk_create(): __alloc_percpu_gfp(nr_objs * size) (<= 32 KiB),
- *        constructor on each object, insert [base, base+bytes) into
- *        pn_chunk_tree (maple tree, global), add to chunks_free.
+ *   pn_grow(): pn_chunk_create(): __alloc_percpu_gfp(nr_objs * size),
+ *        constructor on each object (with the caller's gfp), insert
+ *        [base, base+bytes) into pn_chunk_tree (maple tree, global), link
+ *        the chunk and hand its first object to the caller.
+ *
+ *   Beside the chunks, "direct" objects come straight from
+ *   __alloc_percpu_gfp(), one per request: memcg-accounted requests and
+ *   non-blocking requests that find nothing cached (see GFP below).
  *
  * A chunk is one __alloc_percpu_gfp() area carved into nr_objs objects of
  * cache->size bytes; object i is base + i * size, so it is a genuine
@@ -36,18 +42,22 @@
  * overlap, so one global tree serves every cache, and the sized API's free
  * finds the size class from the pointer alone.  Lookups (mtree_load()) are
  * lockless under RCU; the tree is written only when a chunk is created or
- * released (process context, no pcpu_next lock held).  The fast paths do
- * not look anything up: pn_cache_free() gets its cache from the caller,
- * pn_free_percpu() does one tree walk.
+ * released (process context, no pcpu_next spinlock held).  A pointer that
+ * no chunk covers is a direct object.
  *
  * Invariants
- *  - An object is in exactly one place: handed out, in one magazine (of a
- *    CPU or of the depot), or free in its chunk's free_map.
+ *  - An object of a chunk is in exactly one place: handed out, in one
+ *    magazine (of a CPU or of the depot), or free in its chunk's free_map.
  *  - cc->prev is NULL, empty or full; cc->loaded may be partially filled.
  *  - A chunk is on chunks_free iff nr_free == nr_objs, on chunks_full iff
  *    nr_free == 0, else on chunks_partial.  Only chunks_free chunks are
  *    released, so a chunk that owns a handed-out or magazine object is
  *    alive, which is what makes the lockless lookup of a live object safe.
+ *  - A chunk is erased from pn_chunk_tree before anything else of its
+ *    release happens.  The erase allocates (the tree is in RCU mode, nodes
+ *    are replaced, not edited) and can fail; a chunk whose erase failed is
+ *    linked back as free, intact, and counted in release_fails.  So the
+ *    tree never points at a released chunk.
  *  - With a constructor, every object of a chunk is constructed while the
  *    chunk exists: objects are constructed when the chunk is created and
  *    destroyed when it is released.  The contract for users: an object
@@ -55,31 +65,69 @@
  *    hands it out again without running the constructor.
  *  - Without a constructor and with PN_CACHE_ZERO (the sized API), the
  *    allocation is zeroed on every possible CPU, as alloc_percpu() does.
+ *  - A cache never frees memory that an object handed out lives in:
+ *    pn_cache_destroy() with live objects keeps the cache and the chunks
+ *    that hold them (as kmem_cache_destroy() does) until pcpu_next is
+ *    unloaded; the objects of kept chunks are never destructed (their
+ *    owner may be gone by then).
  *
  * Locking
  *  - cache->cpu->lock (local_lock, IRQ-saving): this CPU's magazines and
  *    counters.  Taken on every fast-path operation; it is per CPU, so there
- *    is no shared lock and no atomic on the fast path.
- *  - cache->lock (spinlock, IRQ-safe): depot lists, chunk lists and every
+ *    is no shared lock and no atomic on the fast path.  On PREEMPT_RT it
+ *    is a per-CPU sleeping lock with migration disabled.
+ *  - cache->lock (spinlock_t, IRQ-safe): depot lists, chunk lists and every
  *    chunk's free_map/nr_free, the depot counters.  Nests inside the local
- *    lock.  Nothing is allocated or freed under it.
- *  - pn_caches_lock (mutex): the list of caches (shrinker, debugfs).
+ *    lock.  Nothing is allocated, freed or constructed under it, and it is
+ *    held for bounded work only (reclaim flushes a few magazines at a time).
+ *  - pn_caches_lock (mutex): the list of caches.  Never held across an
+ *    allocation, a constructor or a destructor.
+ *  - pn_shrink_lock (mutex, trylocked by the shrinker): one scan at a time
+ *    owns the caches' shrink_node links.  Only the KUnit suite waits for it.
+ *  - pn_drain_lock (mutex): the per-CPU drain work items (pn_drain_works).
  *  - Remote CPUs' magazines are touched only (a) by pn_cpu_dead() after the
- *    CPU is dead, (b) by pn_cache_shrink() through an IPI on the owning CPU
- *    (which runs with IRQs off, so it excludes that CPU's fast path), and
+ *    CPU is dead, (b) by a drain work item running on the owning CPU under
+ *    its local lock (pn_drain_all_cpus(), as SLUB's flush_all_cpus_locked()
+ *    does: no IPI, so nothing runs in hard-IRQ context and RT is fine), and
  *    (c) by pn_cache_destroy(), when the caller guarantees no other use.
- *    A magazine leaves a CPU only under cache->lock, and is freed only
- *    after being unlinked from empty_mags under cache->lock: readers of
- *    remote magazine counts (statistics) hold cache->lock.
+ *  - Lifetime against the shrinker: a scan pins each cache (cache->refs)
+ *    under pn_caches_lock and works on it after dropping that lock; destroy
+ *    unlinks the cache, then waits for the pins to go (cache->unpinned).
+ *    So destructors run with no lock that create or destroy takes.
  *
- * GFP: the kernel allocator (chunks, magazines, tree nodes) is only called
- * with no pcpu_next spinlock held.  A request that cannot block
- * (GFP_NOWAIT, GFP_ATOMIC) is served from magazines, depot and existing
- * chunks, and otherwise fails with NULL: it never creates a chunk (that
- * may run a sleeping constructor and insert into the chunk tree).
+ * GFP
+ *  - The kernel allocator (chunks, magazines, tree nodes) is only called
+ *    with no pcpu_next spinlock held; constructors get the caller's gfp.
+ *  - A request that cannot block (GFP_NOWAIT, GFP_ATOMIC) is served from
+ *    magazines, depot and chunks, including a reserve of free chunk
+ *    objects (cache->reserve) that blocking requests leave alone once a
+ *    non-blocking request has been seen; it never creates a chunk.  If
+ *    nothing is left it kicks cache->maint_work (which refills the reserve
+ *    in process context) and, for caches without a constructor, falls back
+ *    to __alloc_percpu_gfp() with the caller's gfp, which the kernel serves
+ *    from its own populated reserve; a constructor cache returns NULL.
+ *  - Accounted requests (__GFP_ACCOUNT): a chunk is charged to whoever
+ *    created it, so accounted objects never come from chunks.  Each is a
+ *    direct object, charged by the kernel's allocator to the caller's
+ *    memcg (and constructed with the caller's gfp, destructed when freed).
+ *    In tree, the cache would charge each object with obj_cgroup_charge()
+ *    and keep the obj_cgroup per object, as slab does (and mm/percpu.c for
+ *    its chunks); that function is not exported to modules.
+ *  - A free never allocates: a blocking allocation that fills a magazine
+ *    from the chunks adds an empty magazine to the depot for the frees to
+ *    come; when none is at hand anyway the object goes back to its chunk
+ *    and maint_work tops up the empty magazines.
+ *
+ * Memory bounds: a CPU caches at most 2 * mag_cap objects, and mag_cap is
+ * chosen so that those pin at most cpu_cache_bytes (module parameter,
+ * default 1 MiB) counting every
+ * possible CPU's copy (so large classes on machines with many possible
+ * CPUs cache few or no objects: mag_cap 0 makes a magazine-less cache whose
+ * operations go to the chunks under cache->lock).  The depot keeps at most
+ * PN_DEPOT_BYTES of full magazines.
  *
  * Memory ordering: all shared state is protected by cache->lock, the local
- * lock or the mutex.  A chunk is inserted into pn_chunk_tree before any of
+ * lock or a mutex.  A chunk is inserted into pn_chunk_tree before any of
  * its objects is published (under cache->lock), and erased after it was
  * unlinked from every list; its struct is freed through RCU.
  *
@@ -89,12 +137,16 @@
  * alloc_percpu() semantics and dominates the cost when possible CPUs are
  * many; a constructor cache (objects kept in constructed state) avoids it.
  *
- * Reclaim: the shrinker counts full depot magazines and free chunks; its
- * scan flushes depots to the chunks and releases free chunks (destructors
- * run there).  Per-CPU magazines (at most 2 * mag_cap objects a CPU) are
- * left alone by the shrinker, which must not take the CPU hotplug lock;
- * pn_cache_shrink() drains them too.  A dead CPU's magazines are drained
- * by the cpuhp multi-instance "dead" callback (one instance per cache).
+ * Reclaim: the shrinker counts full depot magazines, free chunks beyond the
+ * reserve and what the CPUs' magazines may hold.  Its scan honours
+ * nr_to_scan: it flushes depot magazines a few at a time and releases free
+ * chunks (destructors run there, no pcpu_next lock held that anyone waits
+ * for), then queues the cache's drain_work, which empties the CPUs'
+ * magazines from process context (the shrinker itself must not take the
+ * CPU hotplug lock).  A chunk created for a waiting allocation is never
+ * seen free by the shrinker: pn_grow() links it with the caller's object
+ * already taken.  A dead CPU's magazines are drained by the cpuhp
+ * multi-instance "dead" callback (one instance per cache).
  *
  * Observability: /sys/kernel/debug/pcpu_next/alloc/stats (0400) has a row
  * per cache; alloc/fail_next_chunks (0600) reads and sets how many of the
@@ -115,9 +167,11 @@
 
 #include <linux/atomic.h>
 #include <linux/bitmap.h>
+#include <linux/completion.h>
 #include <linux/cpu.h>
 #include <linux/cpuhotplug.h>
 #include <linux/debugfs.h>
+#include <linux/fault-inject.h>
 #include <linux/kernel.h>
 #include <linux/list.h>
 #include <linux/local_lock.h>
@@ -128,6 +182,8 @@
 #include <linux/mutex.h>
 #include <linux/percpu.h>
 #include <linux/rcupdate.h>
+#include <linux/refcount.h>
+#include <linux/sched/mm.h>
 #include <linux/seq_file.h>
 #include <linux/shrinker.h>
 #include <linux/slab.h>
@@ -135,6 +191,8 @@
 #include <linux/spinlock.h>
 #include <linux/string.h>
 #include <linux/uaccess.h>
+#include <linux/workqueue.h>
+#include <kunit/visibility.h>
 
 #include <pcpu_next/internal.h>
 #include <pcpu_next/pcpu_alloc.h>
@@ -144,15 +202,34 @@
 
 #define PN_CHUNK_TARGET		8192U	/* bytes per CPU a chunk aims for */
 #define PN_CHUNK_MAX_OBJS	1024U
-#define PN_DEPOT_MAX		256U	/* full magazines kept in a depot */
+#define PN_MAG_MAX		32U	/* objects per magazine, at most */
+#define PN_DEPOT_MAX		256U	/* full magazines kept in a depot, at most */
+/* What a depot's full magazines may pin, likewise. */
+#define PN_DEPOT_BYTES		(16UL << 20)
+#define PN_EMPTY_MAGS_MIN	2U	/* empty magazines maint_work keeps */
+#define PN_RECLAIM_BATCH	4U	/* depot magazines flushed per lock hold */
+#define PN_MAINT_CHUNKS		4U	/* chunks one maint_work run may add */
 #define PN_POISON		0x6b
 #define PN_ZERO_WORDS_MAX	64U	/* zero up to this with word stores */
 #define PN_LEAKS_LISTED		16U
 #define PN_FAIL_MAX		BIT(20)
 
+/* Internal flag: no magazines, every operation on the chunks (mag_cap 0, or destroyed). */
+#define PN_CACHE_NOMAGS		0x80000000U
+#define PN_CACHE_LOCKED		(PN_CACHE_DEBUG | PN_CACHE_NOMAGS)
+
 static bool pn_alloc_debug;
 module_param_named(alloc_debug, pn_alloc_debug, bool, 0444);
 MODULE_PARM_DESC(alloc_debug, "Debug mode (poison, double-free detection, leak listing) for every pcpu_next cache");
+
+/*
+ * What one CPU's two magazines of a cache may pin, counting every possible
+ * CPU's copy of each object; read when a cache is created.
+ */
+VISIBLE_IF_KUNIT unsigned long pn_cpu_cache_bytes = 1UL << 20;
+EXPORT_SYMBOL_IF_KUNIT(pn_cpu_cache_bytes);
+module_param_named(cpu_cache_bytes, pn_cpu_cache_bytes, ulong, 0444);
+MODULE_PARM_DESC(cpu_cache_bytes, "Bytes (over all possible CPUs' copies) one CPU may cache per cache; 0: no magazines");
 
 /* A magazine: a stack of free objects. */
 struct pn_mag {
@@ -190,12 +267,17 @@ struct pn_cache {
 	unsigned int flags;
 	unsigned int nr_objs;		/* objects per chunk */
 	unsigned int chunk_bytes;	/* nr_objs * size */
-	unsigned int mag_cap;
+	unsigned int mag_cap;		/* 0: magazine-less (PN_CACHE_NOMAGS) */
+	unsigned int depot_max;		/* full magazines the depot keeps */
+	unsigned int reserve;		/* free chunk objects kept for atomic callers */
 	bool sized;			/* a size class of the sized API */
+	bool reserve_on;		/* a non-blocking request was seen */
+	bool dead;			/* destroyed with live objects */
 	pn_ctor_t ctor;
 	pn_dtor_t dtor;
 	void *priv;
 	struct pn_cpu_cache __percpu *cpu;
+	atomic_long_t nr_direct;	/* live direct objects (not the sized API's) */
 
 	/* lock protects everything from here to the end of the depot block */
 	spinlock_t lock;
@@ -203,23 +285,34 @@ struct pn_cache {
 	struct list_head empty_mags;
 	unsigned int nr_full_mags;
 	unsigned int nr_empty_mags;
+	unsigned int nr_cpu_mags;	/* magazines attached to CPUs */
 	struct list_head chunks_partial;
 	struct list_head chunks_free;
 	struct list_head chunks_full;
 	unsigned long nr_chunks;
 	unsigned long nr_free_chunks;
+	unsigned long nr_chunk_free;	/* free objects in all chunks */
 	unsigned long depot_refills;
 	unsigned long depot_flushes;
 	unsigned long chunk_creates;
 	unsigned long chunk_releases;
+	unsigned long release_fails;
+	unsigned long reserve_refills;
 	/* end of the cache->lock block */
 
 	atomic_long_t chunk_fails;
+	atomic_long_t reserve_fails;
+	atomic_long_t direct_allocs;
 	atomic_long_t double_frees;
 	atomic_long_t poison_errors;
 	atomic_long_t bad_frees;
+	struct work_struct maint_work;	/* refill the reserve, top up empty magazines */
+	struct work_struct drain_work;	/* shrinker: drain the CPUs, then reclaim */
+	refcount_t refs;		/* creation + each shrinker pin */
+	struct completion unpinned;	/* refs reached 0 */
 	struct hlist_node cpuhp_node;
-	struct list_head node;		/* in pn_caches, under pn_caches_lock */
+	struct list_head node;		/* in pn_caches or pn_dead_caches, under pn_caches_lock */
+	struct list_head shrink_node;	/* on a scan's list, under pn_shrink_lock */
 };
 
 /*
@@ -229,9 +322,26 @@ struct pn_cache {
  */
 static struct maple_tree pn_chunk_tree = MTREE_INIT(pn_chunk_tree, MT_FLAGS_USE_RCU);
 
-/* pn_caches_lock protects pn_caches, the list of every cache. */
+/* pn_caches_lock protects pn_caches and pn_dead_caches. */
 static DEFINE_MUTEX(pn_caches_lock);
 static LIST_HEAD(pn_caches);
+static LIST_HEAD(pn_dead_caches);	/* destroyed with live objects */
+
+/* pn_shrink_lock: one scan at a time owns every cache's shrink_node. */
+static DEFINE_MUTEX(pn_shrink_lock);
+
+/* Drain of one CPU's magazines, run on that CPU. */
+struct pn_drain_work {
+	struct work_struct work;
+	struct pn_cache *cache;
+};
+
+/* pn_drain_lock protects pn_drain_works (one drain of all CPUs at a time). */
+static DEFINE_MUTEX(pn_drain_lock);
+static DEFINE_PER_CPU(struct pn_drain_work, pn_drain_works);
+
+static struct workqueue_struct *pn_drain_wq;	/* per-CPU drain items */
+static struct workqueue_struct *pn_maint_wq;	/* maint_work, drain_work */
 
 static enum cpuhp_state pn_cpuhp_state;
 static struct shrinker *pn_shrinker;
@@ -240,6 +350,8 @@ static atomic_t pn_fail_next = ATOMIC_INIT(0);
 
 #define PN_NR_CLASSES	13	/* 8 B .. 32 KiB, powers of two */
 static struct pn_cache *pn_size_caches[PN_NR_CLASSES];
+/* Live direct objects of the size classes (their free cannot tell the class). */
+static atomic_long_t pn_sized_direct = ATOMIC_LONG_INIT(0);
 
 static inline unsigned long pn_addr(const void __percpu *p)
 {
@@ -264,6 +376,27 @@ static inline struct pn_chunk *pn_chunk_lookup(const void __percpu *obj)
 	return mtree_load(&pn_chunk_tree, pn_addr(obj));
 }
 
+/* Count an allocation or free that bypassed the magazines. */
+static void pn_stat_op(struct pn_cache *c, bool alloc)
+{
+	struct pn_cpu_cache *cc;
+	unsigned long flags;
+
+	local_lock_irqsave(&c->cpu->lock, flags);
+	cc = this_cpu_ptr(c->cpu);
+	if (alloc)
+		cc->allocs++;
+	else
+		cc->frees++;
+	local_unlock_irqrestore(&c->cpu->lock, flags);
+}
+
+static void pn_maint_kick(struct pn_cache *c)
+{
+	if (!READ_ONCE(c->dead))
+		queue_work(pn_maint_wq, &c->maint_work);
+}
+
 /* ---- chunk layer (cache->lock) ------------------------------------------ */
 
 static void pn_chunk_put_idx(struct pn_cache *c, struct pn_chunk *ch,
@@ -271,6 +404,7 @@ static void pn_chunk_put_idx(struct pn_cache *c, struct pn_chunk *ch,
 {
 	lockdep_assert_held(&c->lock);
 	__set_bit(idx, ch->free_map);
+	c->nr_chunk_free++;
 	if (++ch->nr_free == c->nr_objs) {
 		list_move(&ch->list, &c->chunks_free);
 		c->nr_free_chunks++;
@@ -285,6 +419,21 @@ static void pn_chunk_put_obj(struct pn_cache *c, void __percpu *obj)
 	struct pn_chunk *ch = pn_chunk_lookup(obj);
 
 	pn_chunk_put_idx(c, ch, pn_idx(c, ch, obj));
+}
+
+/*
+ * How many of @want objects a request may take from the chunks: all of
+ * them for a non-blocking request, all but the reserve otherwise.
+ */
+static unsigned int pn_takeable(struct pn_cache *c, bool atomic,
+				unsigned int want)
+{
+	unsigned long avail = c->nr_chunk_free;
+
+	lockdep_assert_held(&c->lock);
+	if (!atomic && READ_ONCE(c->reserve_on))
+		avail = avail > c->reserve ? avail - c->reserve : 0;
+	return min_t(unsigned long, avail, want);
 }
 
 /* Take up to @n free objects out of the chunks; partial chunks first. */
@@ -314,6 +463,10 @@ static unsigned int pn_chunks_take(struct pn_cache *c, void __percpu **objs,
 		list_move(&ch->list, ch->nr_free ? &c->chunks_partial :
 						    &c->chunks_full);
 	}
+	c->nr_chunk_free -= got;
+	/* Below the reserve that non-blocking callers count on: refill it. */
+	if (READ_ONCE(c->reserve_on) && c->nr_chunk_free < c->reserve)
+		pn_maint_kick(c);
 	return got;
 }
 
@@ -342,6 +495,7 @@ static void pn_drain_cpu(struct pn_cache *c, struct pn_cpu_cache *cc)
 		pn_mag_flush(c, mags[i]);
 		list_add(&mags[i]->list, &c->empty_mags);
 		c->nr_empty_mags++;
+		c->nr_cpu_mags--;
 	}
 }
 
@@ -359,7 +513,67 @@ static void pn_depot_flush_all(struct pn_cache *c)
 	}
 }
 
+/* Link a new chunk, all objects free. */
+static void pn_chunk_link(struct pn_cache *c, struct pn_chunk *ch)
+{
+	lockdep_assert_held(&c->lock);
+	ch->dead = false;
+	list_add(&ch->list, &c->chunks_free);
+	c->nr_chunks++;
+	c->nr_free_chunks++;
+	c->nr_chunk_free += c->nr_objs;
+}
+
+/*
+ * Unlink free chunks for release, worth up to @max objects, keeping the
+ * reserve unless @all.  Returns the objects unlinked.
+ */
+static unsigned long pn_chunks_unlink_free(struct pn_cache *c,
+					   struct list_head *out,
+					   unsigned long max, bool all)
+{
+	unsigned long n = 0;
+	struct pn_chunk *ch;
+
+	lockdep_assert_held(&c->lock);
+	while (n < max) {
+		ch = list_first_entry_or_null(&c->chunks_free, struct pn_chunk, list);
+		if (!ch)
+			break;
+		if (!all && READ_ONCE(c->reserve_on) &&
+		    c->nr_chunk_free < c->reserve + c->nr_objs)
+			break;
+		list_move(&ch->list, out);
+		ch->dead = true;
+		c->nr_free_chunks--;
+		c->nr_chunks--;
+		c->nr_chunk_free -= c->nr_objs;
+		n += c->nr_objs;
+	}
+	return n;
+}
+
 /* ---- chunk creation and release (no spinlock held) ---------------------- */
+
+/*
+ * Kernel fault injection at the chunk-release site (debugfs
+ * pcpu_next/alloc/fail_release, the standard fault_attr knobs; fail-nth
+ * reaches it too): a release fails as if the chunk tree could not be
+ * updated for want of memory.
+ */
+#ifdef CONFIG_FAULT_INJECTION
+static DECLARE_FAULT_ATTR(pn_fail_release);
+
+static bool pn_release_should_fail(void)
+{
+	return should_fail(&pn_fail_release, 1);
+}
+#else
+static inline bool pn_release_should_fail(void)
+{
+	return false;
+}
+#endif
 
 /* The debugfs countdown first, then the stress fault window (faults=). */
 static bool pn_should_fail_chunk(void)
@@ -379,13 +593,15 @@ static void pn_chunk_free_rcu(struct rcu_head *head)
 	pn_chunk_free_meta(container_of(head, struct pn_chunk, rcu));
 }
 
+/* Counts a failure in chunk_fails; the caller links the chunk. */
 static struct pn_chunk *pn_chunk_create(struct pn_cache *c, gfp_t gfp)
 {
 	unsigned int built = 0, cpu;
 	struct pn_chunk *ch;
 
 	might_sleep();
-	gfp &= ~__GFP_ZERO;
+	/* Chunks are shared by every user: never charged to this caller. */
+	gfp &= ~(__GFP_ZERO | __GFP_ACCOUNT);
 	if (pn_should_fail_chunk())
 		goto fail;
 	ch = kzalloc(struct_size(ch, free_map, BITS_TO_LONGS(c->nr_objs)), gfp);
@@ -406,7 +622,7 @@ static struct pn_chunk *pn_chunk_create(struct pn_cache *c, gfp_t gfp)
 
 	if (c->ctor) {
 		for (built = 0; built < c->nr_objs; built++)
-			if (c->ctor(pn_obj(c, ch, built), c->priv))
+			if (c->ctor(pn_obj(c, ch, built), c->priv, gfp))
 				goto destruct;
 	} else if (c->flags & PN_CACHE_DEBUG) {
 		for_each_possible_cpu(cpu)
@@ -431,18 +647,60 @@ fail:
 	return NULL;
 }
 
-/* Release an unlinked chunk: destructors, tree, per-CPU memory, struct. */
-static void pn_chunk_release(struct pn_cache *c, struct pn_chunk *ch)
+/*
+ * Release an unlinked chunk: tree entry first, then destructors, per-CPU
+ * memory and struct.  The erase may fail for want of memory; then nothing
+ * else is done and false is returned, so that the caller links the chunk
+ * back (the tree must never point at freed memory).
+ */
+static bool pn_chunk_release(struct pn_cache *c, struct pn_chunk *ch)
 {
 	unsigned int i;
 
+	if (pn_release_should_fail())
+		return false;
+	mtree_erase(&pn_chunk_tree, pn_addr(ch->base));
+	/* mtree_erase() returns the entry even when it could not erase it. */
+	if (unlikely(mtree_load(&pn_chunk_tree, pn_addr(ch->base)) == ch))
+		return false;
 	if (c->dtor)
 		for_each_set_bit(i, ch->free_map, c->nr_objs)
 			c->dtor(pn_obj(c, ch, i), c->priv);
-	mtree_erase(&pn_chunk_tree, pn_addr(ch->base));
 	free_percpu(ch->base);
 	trace_pn_chunk_release(c->name, c->chunk_bytes, c->nr_objs);
 	call_rcu(&ch->rcu, pn_chunk_free_rcu);
+	return true;
+}
+
+/*
+ * Release the chunks on @list (unlinked, all objects free); link back the
+ * ones whose tree entry could not be erased.  Returns the objects freed.
+ */
+static unsigned long pn_chunks_release(struct pn_cache *c,
+				       struct list_head *list)
+{
+	unsigned long freed = 0, released = 0;
+	struct pn_chunk *ch, *tch;
+	unsigned long flags;
+	LIST_HEAD(back);
+
+	list_for_each_entry_safe(ch, tch, list, list) {
+		if (pn_chunk_release(c, ch)) {
+			released++;
+			freed += c->nr_objs;
+		} else {
+			list_move(&ch->list, &back);
+		}
+	}
+	spin_lock_irqsave(&c->lock, flags);
+	c->chunk_releases += released;
+	list_for_each_entry_safe(ch, tch, &back, list) {
+		list_del(&ch->list);
+		pn_chunk_link(c, ch);
+		c->release_fails++;
+	}
+	spin_unlock_irqrestore(&c->lock, flags);
+	return freed;
 }
 
 static struct pn_mag *pn_mag_new(struct pn_cache *c, gfp_t gfp)
@@ -454,22 +712,13 @@ static struct pn_mag *pn_mag_new(struct pn_cache *c, gfp_t gfp)
 	return m;
 }
 
-/* Hand a new empty magazine to the depot. */
-static void pn_mag_donate(struct pn_cache *c, gfp_t gfp)
-{
-	struct pn_mag *m = pn_mag_new(c, gfp);
-	unsigned long flags;
-
-	if (!m)
-		return;
-	spin_lock_irqsave(&c->lock, flags);
-	list_add(&m->list, &c->empty_mags);
-	c->nr_empty_mags++;
-	spin_unlock_irqrestore(&c->lock, flags);
-}
-
-/* Add a chunk (and a magazine if the depot has none). */
-static int pn_grow(struct pn_cache *c, gfp_t gfp)
+/*
+ * Add a chunk for a blocking caller and hand it the chunk's first object
+ * (so no shrinker can see the chunk free before the caller took from it);
+ * add an empty magazine too if the depot has none.
+ */
+static void __percpu *pn_grow(struct pn_cache *c, gfp_t gfp,
+			      unsigned long caller)
 {
 	struct pn_mag *m = NULL;
 	struct pn_chunk *ch;
@@ -477,28 +726,79 @@ static int pn_grow(struct pn_cache *c, gfp_t gfp)
 
 	ch = pn_chunk_create(c, gfp);
 	if (!ch)
-		return -ENOMEM;
-	if (!READ_ONCE(c->nr_empty_mags) && !(c->flags & PN_CACHE_DEBUG))
-		m = pn_mag_new(c, gfp | __GFP_NOWARN);
+		return NULL;
+	if (!READ_ONCE(c->nr_empty_mags) && !(c->flags & PN_CACHE_LOCKED))
+		m = pn_mag_new(c, (gfp & ~__GFP_ACCOUNT) | __GFP_NOWARN);
 
 	spin_lock_irqsave(&c->lock, flags);
-	list_add(&ch->list, &c->chunks_free);
-	c->nr_chunks++;
-	c->nr_free_chunks++;
 	c->chunk_creates++;
+	INIT_LIST_HEAD(&ch->list);
+	__clear_bit(0, ch->free_map);
+	ch->nr_free = c->nr_objs - 1;
+	list_add(&ch->list, ch->nr_free ? &c->chunks_partial : &c->chunks_full);
+	c->nr_chunks++;
+	c->nr_chunk_free += ch->nr_free;
+	if (ch->callers)
+		ch->callers[0] = caller;
 	if (m) {
 		list_add(&m->list, &c->empty_mags);
 		c->nr_empty_mags++;
 	}
 	spin_unlock_irqrestore(&c->lock, flags);
-	return 0;
+	pn_stat_op(c, true);
+	return pn_obj(c, ch, 0);
+}
+
+/*
+ * maint_work: in process context, bring the reserve back to cache->reserve
+ * free chunk objects (once a non-blocking request was seen) and keep a
+ * couple of empty magazines, so that frees find one without allocating.
+ */
+static void pn_maint_fn(struct work_struct *work)
+{
+	struct pn_cache *c = container_of(work, struct pn_cache, maint_work);
+	struct pn_chunk *ch;
+	unsigned long flags;
+	struct pn_mag *m;
+	unsigned int i;
+
+	for (i = 0; i < PN_MAINT_CHUNKS; i++) {
+		if (!READ_ONCE(c->reserve_on) ||
+		    READ_ONCE(c->nr_chunk_free) >= c->reserve)
+			break;
+		ch = pn_chunk_create(c, GFP_KERNEL | __GFP_NOWARN);
+		if (!ch) {
+			atomic_long_inc(&c->reserve_fails);
+			break;
+		}
+		spin_lock_irqsave(&c->lock, flags);
+		pn_chunk_link(c, ch);
+		c->chunk_creates++;
+		c->reserve_refills++;
+		spin_unlock_irqrestore(&c->lock, flags);
+	}
+	if (c->flags & PN_CACHE_LOCKED)
+		return;
+	while (READ_ONCE(c->nr_empty_mags) < PN_EMPTY_MAGS_MIN) {
+		m = pn_mag_new(c, GFP_KERNEL | __GFP_NOWARN);
+		if (!m)
+			break;
+		spin_lock_irqsave(&c->lock, flags);
+		list_add(&m->list, &c->empty_mags);
+		c->nr_empty_mags++;
+		spin_unlock_irqrestore(&c->lock, flags);
+	}
 }
 
 /* ---- magazine layer ----------------------------------------------------- */
 
-/* Both locks held; loaded is NULL or empty, prev is NULL or empty. */
+/*
+ * Both locks held; loaded is NULL or empty, prev is NULL or empty.  Sets
+ * *@refilled when a magazine was filled from the chunks.
+ */
 static void __percpu *pn_depot_alloc(struct pn_cache *c,
-				     struct pn_cpu_cache *cc)
+				     struct pn_cpu_cache *cc, bool atomic,
+				     bool *refilled)
 {
 	void __percpu *obj;
 	struct pn_mag *m;
@@ -508,11 +808,13 @@ static void __percpu *pn_depot_alloc(struct pn_cache *c,
 	if (m) {
 		list_del(&m->list);
 		c->nr_full_mags--;
+		c->nr_cpu_mags++;
 		c->depot_refills++;
 		trace_pn_depot_refill(c->name, c->nr_full_mags);
 		if (cc->prev) {
 			list_add(&cc->prev->list, &c->empty_mags);
 			c->nr_empty_mags++;
+			c->nr_cpu_mags--;
 		}
 		cc->prev = cc->loaded;
 		cc->loaded = m;
@@ -528,17 +830,21 @@ static void __percpu *pn_depot_alloc(struct pn_cache *c,
 		if (m) {
 			list_del(&m->list);
 			c->nr_empty_mags--;
+			c->nr_cpu_mags++;
 		}
 	}
 	cc->loaded = m;
 	if (m) {
-		m->nr = pn_chunks_take(c, m->objs, c->mag_cap);
+		m->nr = pn_chunks_take(c, m->objs,
+				       pn_takeable(c, atomic, c->mag_cap));
+		*refilled = m->nr;
 		return m->nr ? m->objs[--m->nr] : NULL;
 	}
-	return pn_chunks_take(c, &obj, 1) ? obj : NULL;
+	return pn_chunks_take(c, &obj, pn_takeable(c, atomic, 1)) ? obj : NULL;
 }
 
-static void __percpu *pn_mag_alloc(struct pn_cache *c)
+static void __percpu *pn_mag_alloc(struct pn_cache *c, bool atomic,
+				   bool *refilled)
 {
 	struct pn_cpu_cache *cc;
 	void __percpu *obj;
@@ -557,7 +863,7 @@ static void __percpu *pn_mag_alloc(struct pn_cache *c)
 	}
 	cc->misses++;
 	spin_lock(&c->lock);
-	obj = pn_depot_alloc(c, cc);
+	obj = pn_depot_alloc(c, cc, atomic, refilled);
 	spin_unlock(&c->lock);
 	if (obj)
 		cc->allocs++;
@@ -571,21 +877,18 @@ hit:
 	return obj;
 }
 
-/*
- * Both locks held; loaded is NULL or full, prev is NULL or full.  Returns
- * true if the depot had no empty magazine (the object went to its chunk).
- */
-static bool pn_depot_free(struct pn_cache *c, struct pn_cpu_cache *cc,
+/* Both locks held; loaded is NULL or full, prev is NULL or full. */
+static void pn_depot_free(struct pn_cache *c, struct pn_cpu_cache *cc,
 			  void __percpu *obj)
 {
 	struct pn_mag *m;
-	bool need_mag = false;
 
 	lockdep_assert_held(&c->lock);
 	if (cc->loaded) {
 		if (cc->prev) {
 			list_add(&cc->prev->list, &c->full_mags);
 			c->nr_full_mags++;
+			c->nr_cpu_mags--;
 			c->depot_flushes++;
 			trace_pn_depot_flush(c->name, c->nr_full_mags);
 		}
@@ -596,21 +899,22 @@ static bool pn_depot_free(struct pn_cache *c, struct pn_cpu_cache *cc,
 	if (m) {
 		list_del(&m->list);
 		c->nr_empty_mags--;
+		c->nr_cpu_mags++;
 		cc->loaded = m;
 		m->objs[m->nr++] = obj;
 	} else {
+		/* A free never allocates: to the chunk, and more magazines later. */
 		pn_chunk_put_obj(c, obj);
-		need_mag = true;
+		pn_maint_kick(c);
 	}
 	/* Bound the depot: the oldest full magazines go back to the chunks. */
-	while (c->nr_full_mags > PN_DEPOT_MAX) {
+	while (c->nr_full_mags > c->depot_max) {
 		m = list_last_entry(&c->full_mags, struct pn_mag, list);
 		pn_mag_flush(c, m);
 		list_move(&m->list, &c->empty_mags);
 		c->nr_full_mags--;
 		c->nr_empty_mags++;
 	}
-	return need_mag;
 }
 
 static void pn_mag_free(struct pn_cache *c, void __percpu *obj)
@@ -618,7 +922,6 @@ static void pn_mag_free(struct pn_cache *c, void __percpu *obj)
 	struct pn_cpu_cache *cc;
 	unsigned long flags;
 	struct pn_mag *m;
-	bool need_mag;
 
 	local_lock_irqsave(&c->cpu->lock, flags);
 	cc = this_cpu_ptr(c->cpu);
@@ -633,11 +936,9 @@ static void pn_mag_free(struct pn_cache *c, void __percpu *obj)
 	}
 	cc->misses++;
 	spin_lock(&c->lock);
-	need_mag = pn_depot_free(c, cc, obj);
+	pn_depot_free(c, cc, obj);
 	spin_unlock(&c->lock);
 	local_unlock_irqrestore(&c->cpu->lock, flags);
-	if (need_mag)
-		pn_mag_donate(c, GFP_NOWAIT | __GFP_NOWARN);
 	return;
 hit:
 	m->objs[m->nr++] = obj;
@@ -645,7 +946,7 @@ hit:
 	local_unlock_irqrestore(&c->cpu->lock, flags);
 }
 
-/* ---- debug mode --------------------------------------------------------- */
+/* ---- locked path: debug mode and magazine-less caches ------------------- */
 
 static bool pn_poison_intact(struct pn_cache *c, void __percpu *obj)
 {
@@ -657,32 +958,36 @@ static bool pn_poison_intact(struct pn_cache *c, void __percpu *obj)
 	return true;
 }
 
-static void __percpu *pn_debug_alloc(struct pn_cache *c, unsigned long caller)
+static void __percpu *pn_locked_alloc(struct pn_cache *c, bool atomic,
+				      unsigned long caller)
 {
 	struct pn_chunk *ch;
 	void __percpu *obj;
 	unsigned long flags;
 
 	spin_lock_irqsave(&c->lock, flags);
-	if (!pn_chunks_take(c, &obj, 1)) {
+	if (!pn_chunks_take(c, &obj, pn_takeable(c, atomic, 1))) {
 		spin_unlock_irqrestore(&c->lock, flags);
 		return NULL;
 	}
-	ch = pn_chunk_lookup(obj);
-	ch->callers[pn_idx(c, ch, obj)] = caller;
+	if (c->flags & PN_CACHE_DEBUG) {
+		ch = pn_chunk_lookup(obj);
+		ch->callers[pn_idx(c, ch, obj)] = caller;
+	}
 	spin_unlock_irqrestore(&c->lock, flags);
 
-	if (!c->ctor && !pn_poison_intact(c, obj)) {
+	if ((c->flags & PN_CACHE_DEBUG) && !c->ctor && !pn_poison_intact(c, obj)) {
 		atomic_long_inc(&c->poison_errors);
 		pr_err_ratelimited("%s: free object modified after free (use after free?)\n",
 				   c->name);
 	}
-	this_cpu_inc(c->cpu->allocs);
+	pn_stat_op(c, true);
 	return obj;
 }
 
-static void pn_debug_free(struct pn_cache *c, void __percpu *obj)
+static void pn_locked_free(struct pn_cache *c, void __percpu *obj)
 {
+	bool debug = c->flags & PN_CACHE_DEBUG;
 	unsigned int idx, cpu;
 	struct pn_chunk *ch;
 	unsigned long flags;
@@ -704,17 +1009,61 @@ static void pn_debug_free(struct pn_cache *c, void __percpu *obj)
 		rcu_read_unlock();
 		atomic_long_inc(&c->double_frees);
 		pr_err_ratelimited("%s: double free of object %u (allocated at %pS)\n",
-				   c->name, idx, (void *)ch->callers[idx]);
+				   c->name, idx,
+				   debug ? (void *)ch->callers[idx] : NULL);
 		return;
 	}
 	/* Poison under the lock: the object cannot be re-allocated meanwhile. */
-	if (!c->ctor)
+	if (debug && !c->ctor)
 		for_each_possible_cpu(cpu)
 			memset(per_cpu_ptr(obj, cpu), PN_POISON, c->size);
 	pn_chunk_put_idx(c, ch, idx);
 	spin_unlock_irqrestore(&c->lock, flags);
 	rcu_read_unlock();
-	this_cpu_inc(c->cpu->frees);
+	pn_stat_op(c, false);
+}
+
+/* ---- direct objects: one __alloc_percpu_gfp() each ---------------------- */
+
+static void __percpu *pn_direct_alloc(struct pn_cache *c, size_t size,
+				      gfp_t gfp)
+{
+	void __percpu *obj;
+
+	/* Zeroed on every possible CPU by the kernel. */
+	obj = __alloc_percpu_gfp(size, c->align, gfp & ~__GFP_ZERO);
+	if (!obj)
+		return NULL;
+	if (c->ctor && c->ctor(obj, c->priv, gfp)) {
+		free_percpu(obj);
+		return NULL;
+	}
+	atomic_long_inc(&c->direct_allocs);
+	if (c->sized) {
+		atomic_long_inc(&pn_sized_direct);
+	} else {
+		atomic_long_inc(&c->nr_direct);
+		pn_stat_op(c, true);
+	}
+	return obj;
+}
+
+/* True (and @obj freed) if @obj is a direct object. */
+static bool pn_direct_free(struct pn_cache *c, void __percpu *obj)
+{
+	bool direct;
+
+	rcu_read_lock();
+	direct = !pn_chunk_lookup(obj);
+	rcu_read_unlock();
+	if (!direct)
+		return false;
+	if (c->dtor)
+		c->dtor(obj, c->priv);
+	free_percpu(obj);
+	atomic_long_dec(&c->nr_direct);
+	pn_stat_op(c, false);
+	return true;
 }
 
 /* ---- cache API ---------------------------------------------------------- */
@@ -741,17 +1090,54 @@ static void pn_zero(void __percpu *obj, size_t bytes)
 		memset(per_cpu_ptr(obj, cpu), 0, bytes);
 }
 
-static void __percpu *__pn_cache_alloc(struct pn_cache *c, gfp_t gfp,
-				       size_t zero_bytes, unsigned long caller)
+/*
+ * A magazine's worth of objects left the chunks: give the depot an empty
+ * magazine to take them back in, so that their frees need not allocate.
+ */
+static void pn_mag_add_empty(struct pn_cache *c, gfp_t gfp)
 {
-	bool debug = c->flags & PN_CACHE_DEBUG;
+	unsigned long flags;
+	struct pn_mag *m;
+
+	if (READ_ONCE(c->nr_empty_mags) >= c->depot_max)
+		return;
+	m = pn_mag_new(c, (gfp & ~(__GFP_ACCOUNT | __GFP_ZERO)) | __GFP_NOWARN);
+	if (!m)
+		return;
+	spin_lock_irqsave(&c->lock, flags);
+	list_add(&m->list, &c->empty_mags);
+	c->nr_empty_mags++;
+	spin_unlock_irqrestore(&c->lock, flags);
+}
+
+static void __percpu *__pn_cache_alloc(struct pn_cache *c, size_t size,
+				       gfp_t gfp, size_t zero_bytes,
+				       unsigned long caller)
+{
+	bool atomic = !gfpflags_allow_blocking(gfp);
+	bool refilled = false;
 	void __percpu *obj;
 
-	for (;;) {
-		obj = debug ? pn_debug_alloc(c, caller) : pn_mag_alloc(c);
-		if (obj)
-			break;
-		if (!gfpflags_allow_blocking(gfp) || pn_grow(c, gfp))
+	might_alloc(gfp);
+	if (unlikely(gfp & __GFP_ACCOUNT))
+		return pn_direct_alloc(c, size, gfp);
+	if (unlikely(c->flags & PN_CACHE_LOCKED)) {
+		obj = pn_locked_alloc(c, atomic, caller);
+	} else {
+		obj = pn_mag_alloc(c, atomic, &refilled);
+		if (unlikely(refilled) && !atomic)
+			pn_mag_add_empty(c, gfp);
+	}
+	if (unlikely(!obj)) {
+		if (atomic) {
+			if (!READ_ONCE(c->reserve_on))
+				WRITE_ONCE(c->reserve_on, true);
+			pn_maint_kick(c);
+			/* Constructed objects cannot be made here. */
+			return c->ctor ? NULL : pn_direct_alloc(c, size, gfp);
+		}
+		obj = pn_grow(c, gfp, caller);
+		if (!obj)
 			return NULL;
 	}
 	if (zero_bytes)
@@ -762,17 +1148,21 @@ static void __percpu *__pn_cache_alloc(struct pn_cache *c, gfp_t gfp,
 /**
  * pn_cache_alloc() - allocate one per-CPU object from a cache
  * @cache: the cache
- * @gfp: allocation flags; GFP_KERNEL may create a chunk, non-blocking
- *	 flags (GFP_NOWAIT, GFP_ATOMIC) are served only from what the cache
- *	 already holds
+ * @gfp: allocation flags.  A blocking @gfp (GFP_KERNEL) may create a chunk
+ *	 and run the constructor with @gfp.  Non-blocking flags (GFP_NOWAIT,
+ *	 GFP_ATOMIC) are served from what the cache holds, its reserve
+ *	 included, else (no constructor) from the kernel's per-CPU allocator.
+ *	 __GFP_ACCOUNT: the object comes from the kernel's allocator, charged
+ *	 to the caller's memcg, constructed with @gfp.
  *
  * The object is constructed if the cache has a constructor, zeroed on
  * every possible CPU if the cache was created with PN_CACHE_ZERO (or
  * @gfp has __GFP_ZERO and there is no constructor), and otherwise holds
  * whatever its previous user left in it.
  *
- * Context: Any context if @gfp does not allow blocking (not NMI); process
- * context otherwise.
+ * Context: Process context if @gfp allows blocking.  Otherwise any context
+ * in which a spinlock_t may be taken: not NMI, and on PREEMPT_RT neither
+ * hard-IRQ context nor under a raw_spinlock_t.
  * Return: a __percpu pointer, or NULL if no memory (or the constructor
  * failed, which the caller sees as -ENOMEM).
  */
@@ -781,7 +1171,8 @@ void __percpu *pn_cache_alloc(struct pn_cache *cache, gfp_t gfp)
 	bool zero = (cache->flags & PN_CACHE_ZERO) ||
 		    (!cache->ctor && (gfp & __GFP_ZERO));
 
-	return __pn_cache_alloc(cache, gfp, zero ? cache->size : 0, _RET_IP_);
+	return __pn_cache_alloc(cache, cache->size, gfp,
+				zero ? cache->size : 0, _RET_IP_);
 }
 EXPORT_SYMBOL_GPL(pn_cache_alloc);
 
@@ -791,57 +1182,86 @@ EXPORT_SYMBOL_GPL(pn_cache_alloc);
  * @obj: the object, or NULL
  *
  * If the cache has a constructor, @obj must be in its constructed state
- * (see pn_cache_create()).
+ * (see pn_cache_create()).  Never allocates.  The destructor of an object
+ * from an accounted allocation runs here, in the caller's context.
  *
- * Context: Any context but NMI.
+ * Context: As pn_cache_alloc() with a non-blocking gfp.
  */
 void pn_cache_free(struct pn_cache *cache, void __percpu *obj)
 {
 	if (!obj)
 		return;
-	if (unlikely(cache->flags & PN_CACHE_DEBUG))
-		pn_debug_free(cache, obj);
+	if (unlikely(atomic_long_read(&cache->nr_direct)) &&
+	    pn_direct_free(cache, obj))
+		return;
+	if (unlikely(cache->flags & PN_CACHE_LOCKED))
+		pn_locked_free(cache, obj);
 	else
 		pn_mag_free(cache, obj);
 }
 EXPORT_SYMBOL_GPL(pn_cache_free);
 
-/* Flush the depot, release up to @nr objects' worth of free chunks. */
-static unsigned long pn_cache_reclaim(struct pn_cache *c, unsigned long nr)
+/*
+ * Reclaim from one cache, in process context: flush full depot magazines
+ * PN_RECLAIM_BATCH at a time (the lock is dropped in between, so interrupts
+ * are never off for a whole depot), release free chunks beyond the reserve
+ * (all free chunks if @all), free surplus empty magazines.  Stops once
+ * @nr objects were scanned.  Returns the objects released with chunks.
+ */
+static unsigned long pn_cache_reclaim(struct pn_cache *c, unsigned long nr,
+				      unsigned long *scanned, bool all)
 {
+	unsigned long flags, freed = 0, seen = 0;
+	struct pn_mag *m, *tm;
 	LIST_HEAD(chunks);
 	LIST_HEAD(mags);
-	struct pn_chunk *ch, *tch;
-	struct pn_mag *m, *tm;
-	unsigned long flags, freed = 0;
+	unsigned int i;
+	bool progress;
 
-	spin_lock_irqsave(&c->lock, flags);
-	pn_depot_flush_all(c);
-	list_splice_init(&c->empty_mags, &mags);
-	c->nr_empty_mags = 0;
-	while (freed < nr) {
-		ch = list_first_entry_or_null(&c->chunks_free, struct pn_chunk, list);
-		if (!ch)
-			break;
-		list_move(&ch->list, &chunks);
-		ch->dead = true;
-		c->nr_free_chunks--;
-		c->nr_chunks--;
-		c->chunk_releases++;
-		freed += c->nr_objs;
-	}
-	spin_unlock_irqrestore(&c->lock, flags);
+	do {
+		progress = false;
+		spin_lock_irqsave(&c->lock, flags);
+		for (i = 0; i < PN_RECLAIM_BATCH && seen < nr; i++) {
+			m = list_first_entry_or_null(&c->full_mags,
+						     struct pn_mag, list);
+			if (!m)
+				break;
+			seen += m->nr;
+			pn_mag_flush(c, m);
+			list_move(&m->list, &c->empty_mags);
+			c->nr_full_mags--;
+			c->nr_empty_mags++;
+			progress = true;
+		}
+		if (seen < nr) {
+			unsigned long n = pn_chunks_unlink_free(c, &chunks,
+								nr - seen, all);
 
-	list_for_each_entry_safe(ch, tch, &chunks, list)
-		pn_chunk_release(c, ch);
-	list_for_each_entry_safe(m, tm, &mags, list)
-		kfree(m);
+			seen += n;
+			progress |= n;
+		}
+		while (c->nr_empty_mags > PN_EMPTY_MAGS_MIN) {
+			m = list_first_entry(&c->empty_mags, struct pn_mag, list);
+			list_move(&m->list, &mags);
+			c->nr_empty_mags--;
+		}
+		spin_unlock_irqrestore(&c->lock, flags);
+		freed += pn_chunks_release(c, &chunks);
+		INIT_LIST_HEAD(&chunks);
+		list_for_each_entry_safe(m, tm, &mags, list)
+			kfree(m);
+		INIT_LIST_HEAD(&mags);
+		cond_resched();
+	} while (progress && seen < nr);
+	if (scanned)
+		*scanned += seen;
 	return freed;
 }
 
-static void pn_drain_local(void *arg)
+static void pn_drain_fn(struct work_struct *work)
 {
-	struct pn_cache *c = arg;
+	struct pn_drain_work *dw = container_of(work, struct pn_drain_work, work);
+	struct pn_cache *c = dw->cache;
 	unsigned long flags;
 
 	local_lock_irqsave(&c->cpu->lock, flags);
@@ -851,35 +1271,94 @@ static void pn_drain_local(void *arg)
 	local_unlock_irqrestore(&c->cpu->lock, flags);
 }
 
+/*
+ * Empty every online CPU's magazines, each by a work item on that CPU
+ * under its local lock.  A CPU with no magazine attached is skipped (a
+ * racy hint: one attached meanwhile is left, as after any drain).
+ */
+static void pn_drain_all_cpus(struct pn_cache *c)
+{
+	struct pn_drain_work *dw;
+	struct pn_cpu_cache *cc;
+	unsigned int cpu;
+
+	might_sleep();
+	mutex_lock(&pn_drain_lock);
+	cpus_read_lock();
+	for_each_online_cpu(cpu) {
+		dw = per_cpu_ptr(&pn_drain_works, cpu);
+		cc = per_cpu_ptr(c->cpu, cpu);
+		dw->cache = NULL;
+		if (!READ_ONCE(cc->loaded) && !READ_ONCE(cc->prev))
+			continue;
+		dw->cache = c;
+		INIT_WORK(&dw->work, pn_drain_fn);
+		queue_work_on(cpu, pn_drain_wq, &dw->work);
+	}
+	for_each_online_cpu(cpu) {
+		dw = per_cpu_ptr(&pn_drain_works, cpu);
+		if (dw->cache)
+			flush_work(&dw->work);
+	}
+	cpus_read_unlock();
+	mutex_unlock(&pn_drain_lock);
+}
+
+/* drain_work: what the shrinker cannot do itself. */
+static void pn_drain_work_fn(struct work_struct *work)
+{
+	struct pn_cache *c = container_of(work, struct pn_cache, drain_work);
+
+	pn_drain_all_cpus(c);
+	pn_cache_reclaim(c, ULONG_MAX, NULL, false);
+}
+
 /**
  * pn_cache_shrink() - return every cached object to its chunk, release
  *		       the chunks that are then entirely free
  * @cache: the cache
  *
- * Every CPU's magazines are emptied (by an IPI on that CPU), the depot is
- * flushed, free chunks are destructed and released.
+ * Every online CPU's magazines are emptied (by a work item on that CPU),
+ * the depot is flushed, free chunks beyond the reserve for non-blocking
+ * callers are destructed and released.
  *
  * Context: Process context, may sleep; not from memory reclaim (it takes
- * the CPU hotplug lock).
+ * the CPU hotplug lock).  No pcpu_next lock is held while destructors run.
  * Return: the number of objects released with their chunks.
  */
 unsigned long pn_cache_shrink(struct pn_cache *cache)
 {
 	might_sleep();
-	cpus_read_lock();
-	on_each_cpu(pn_drain_local, cache, 1);
-	cpus_read_unlock();
-	return pn_cache_reclaim(cache, ULONG_MAX);
+	if (!(cache->flags & PN_CACHE_LOCKED))
+		pn_drain_all_cpus(cache);
+	return pn_cache_reclaim(cache, ULONG_MAX, NULL, false);
 }
 EXPORT_SYMBOL_GPL(pn_cache_shrink);
 
+/*
+ * Objects per magazine: at most PN_MAG_MAX, fewer for large objects, and
+ * so that one CPU's two magazines pin at most pn_cpu_cache_bytes over all
+ * possible CPUs' copies.  0 means no magazines.
+ */
 static unsigned int pn_mag_cap(unsigned int size)
 {
+	unsigned long fit = READ_ONCE(pn_cpu_cache_bytes) /
+			    (2UL * size * num_possible_cpus());
+	unsigned int cap;
+
 	if (size <= 256)
-		return 32;
-	if (size <= 2048)
-		return 16;
-	return 8;
+		cap = PN_MAG_MAX;
+	else if (size <= 2048)
+		cap = 16;
+	else
+		cap = 8;
+	return min_t(unsigned long, cap, fit);
+}
+
+static void pn_cache_put(struct pn_cache *c)
+{
+	if (refcount_dec_and_test(&c->refs))
+		complete(&c->unpinned);
 }
 
 /**
@@ -905,6 +1384,7 @@ struct pn_cache *pn_cache_create(const char *name, size_t size, size_t align,
 				 unsigned int flags, pn_ctor_t ctor,
 				 pn_dtor_t dtor, void *priv)
 {
+	unsigned long depot;
 	struct pn_cache *c;
 	unsigned int cpu;
 	int ret;
@@ -931,6 +1411,12 @@ struct pn_cache *pn_cache_create(const char *name, size_t size, size_t align,
 	c->nr_objs = clamp(PN_CHUNK_TARGET / c->size, 1U, PN_CHUNK_MAX_OBJS);
 	c->chunk_bytes = c->nr_objs * c->size;
 	c->mag_cap = pn_mag_cap(c->size);
+	if (!c->mag_cap)
+		c->flags |= PN_CACHE_NOMAGS;
+	depot = c->mag_cap ? PN_DEPOT_BYTES /
+		((unsigned long)c->mag_cap * c->size * num_possible_cpus()) : 0;
+	c->depot_max = clamp(depot, 1UL, (unsigned long)PN_DEPOT_MAX);
+	c->reserve = clamp(c->mag_cap, 1U, c->nr_objs);
 	c->ctor = ctor;
 	c->dtor = dtor;
 	c->priv = priv;
@@ -940,7 +1426,11 @@ struct pn_cache *pn_cache_create(const char *name, size_t size, size_t align,
 	INIT_LIST_HEAD(&c->chunks_partial);
 	INIT_LIST_HEAD(&c->chunks_free);
 	INIT_LIST_HEAD(&c->chunks_full);
-	atomic_long_set(&c->chunk_fails, 0);
+	INIT_LIST_HEAD(&c->shrink_node);
+	INIT_WORK(&c->maint_work, pn_maint_fn);
+	INIT_WORK(&c->drain_work, pn_drain_work_fn);
+	refcount_set(&c->refs, 1);
+	init_completion(&c->unpinned);
 
 	c->cpu = alloc_percpu(struct pn_cpu_cache);
 	if (!c->cpu) {
@@ -967,21 +1457,33 @@ free_cache:
 }
 EXPORT_SYMBOL_GPL(pn_cache_create);
 
-static void pn_list_leaks(struct pn_cache *c, struct list_head *chunks)
+static void pn_list_leaks(struct pn_cache *c)
 {
-	unsigned int idx, shown = 0, nr = 0;
+	struct list_head *lists[] = { &c->chunks_partial, &c->chunks_full };
+	unsigned int idx, shown = 0, nr = 0, i;
 	struct pn_chunk *ch;
 
-	list_for_each_entry(ch, chunks, list) {
-		for_each_clear_bit(idx, ch->free_map, c->nr_objs) {
-			if (shown < PN_LEAKS_LISTED) {
-				pr_warn("%s: leaked object %u of chunk %u, allocated at %pS\n",
-					c->name, idx, nr, (void *)ch->callers[idx]);
-				shown++;
+	lockdep_assert_held(&c->lock);
+	for (i = 0; i < ARRAY_SIZE(lists); i++) {
+		list_for_each_entry(ch, lists[i], list) {
+			for_each_clear_bit(idx, ch->free_map, c->nr_objs) {
+				if (shown < PN_LEAKS_LISTED) {
+					pr_warn("%s: leaked object %u of chunk %u, allocated at %pS\n",
+						c->name, idx, nr,
+						(void *)ch->callers[idx]);
+					shown++;
+				}
 			}
+			nr++;
 		}
-		nr++;
 	}
+}
+
+/* Free a cache that holds no chunk and no direct object any more. */
+static void pn_cache_free_struct(struct pn_cache *c)
+{
+	free_percpu(c->cpu);
+	kfree(c);
 }
 
 /**
@@ -989,28 +1491,39 @@ static void pn_list_leaks(struct pn_cache *c, struct list_head *chunks)
  * @cache: the cache, or NULL
  *
  * Every object must have been freed, and no other user of @cache may
- * remain.  Objects still allocated are counted and reported in one warning
- * (listed, in debug mode); their memory is released with the rest, without
- * running the destructor on them (their state is unknown).
+ * remain.  If objects are still allocated, one warning gives their number
+ * (listed, in debug mode) and the cache is not freed: their memory stays
+ * valid, pn_cache_free() of them still works (without magazines), and
+ * what is left is released when pcpu_next is unloaded, as
+ * kmem_cache_destroy() leaves a cache with objects in place.
  *
- * Context: Process context, may sleep.
+ * Context: Process context, may sleep.  Not from a constructor or
+ * destructor of @cache.
  * Return: the number of objects that were still allocated.
  */
 unsigned long pn_cache_destroy(struct pn_cache *cache)
 {
 	struct pn_cache *c = cache;
+	unsigned long flags, live = 0;
 	LIST_HEAD(chunks);
-	LIST_HEAD(mags);
-	struct pn_chunk *ch, *tch;
 	struct pn_mag *m, *tm;
-	unsigned long flags, leaked = 0;
+	struct pn_chunk *ch;
+	LIST_HEAD(mags);
 	unsigned int cpu;
+	bool empty;
 
 	if (!c)
 		return 0;
+	might_sleep();
 	mutex_lock(&pn_caches_lock);
 	list_del(&c->node);
 	mutex_unlock(&pn_caches_lock);
+	/* No new shrinker pin can be taken; wait for the ones taken. */
+	pn_cache_put(c);
+	wait_for_completion(&c->unpinned);
+	cancel_work_sync(&c->drain_work);
+	WRITE_ONCE(c->dead, true);
+	cancel_work_sync(&c->maint_work);
 	cpuhp_state_remove_instance_nocalls(pn_cpuhp_state, &c->cpuhp_node);
 
 	spin_lock_irqsave(&c->lock, flags);
@@ -1018,28 +1531,37 @@ unsigned long pn_cache_destroy(struct pn_cache *cache)
 		pn_drain_cpu(c, per_cpu_ptr(c->cpu, cpu));
 	pn_depot_flush_all(c);
 	list_splice_init(&c->empty_mags, &mags);
-	list_splice_init(&c->chunks_free, &chunks);
-	list_splice_init(&c->chunks_partial, &chunks);
-	list_splice_init(&c->chunks_full, &chunks);
-	list_for_each_entry(ch, &chunks, list) {
-		ch->dead = true;
-		leaked += c->nr_objs - ch->nr_free;
-	}
+	c->nr_empty_mags = 0;
+	pn_chunks_unlink_free(c, &chunks, ULONG_MAX, true);
+	list_for_each_entry(ch, &c->chunks_partial, list)
+		live += c->nr_objs - ch->nr_free;
+	list_for_each_entry(ch, &c->chunks_full, list)
+		live += c->nr_objs;
+	if (live && (c->flags & PN_CACHE_DEBUG))
+		pn_list_leaks(c);
+	/* From now on, frees (of the live objects) go to the chunks. */
+	c->flags |= PN_CACHE_NOMAGS;
 	spin_unlock_irqrestore(&c->lock, flags);
 
-	if (leaked) {
-		pr_warn("%s: destroyed with %lu objects still allocated\n",
-			c->name, leaked);
-		if (c->flags & PN_CACHE_DEBUG)
-			pn_list_leaks(c, &chunks);
-	}
-	list_for_each_entry_safe(ch, tch, &chunks, list)
-		pn_chunk_release(c, ch);
 	list_for_each_entry_safe(m, tm, &mags, list)
 		kfree(m);
-	free_percpu(c->cpu);
-	kfree(c);
-	return leaked;
+	pn_chunks_release(c, &chunks);
+	live += atomic_long_read(&c->nr_direct);
+
+	spin_lock_irqsave(&c->lock, flags);
+	empty = !c->nr_chunks;
+	spin_unlock_irqrestore(&c->lock, flags);
+	if (!live && empty) {
+		pn_cache_free_struct(c);
+		return 0;
+	}
+	if (live)
+		pr_warn("%s: destroyed with %lu objects still allocated; cache kept for them\n",
+			c->name, live);
+	mutex_lock(&pn_caches_lock);
+	list_add_tail(&c->node, &pn_dead_caches);
+	mutex_unlock(&pn_caches_lock);
+	return live;
 }
 EXPORT_SYMBOL_GPL(pn_cache_destroy);
 
@@ -1071,7 +1593,8 @@ static unsigned int pn_cpu_cached(struct pn_cache *c, struct pn_cpu_cache *cc)
  * Per-CPU counters are summed without stopping the CPUs, so a snapshot
  * taken while the cache is in use is approximate.
  *
- * Context: Any context but NMI.
+ * Context: Process context (it visits every possible CPU under the cache
+ * lock).
  */
 void pn_cache_get_stats(struct pn_cache *cache, struct pn_cache_stats *st)
 {
@@ -1095,17 +1618,26 @@ void pn_cache_get_stats(struct pn_cache *cache, struct pn_cache_stats *st)
 	st->depot_flushes = c->depot_flushes;
 	st->chunks = c->nr_chunks;
 	st->free_chunks = c->nr_free_chunks;
+	st->chunk_free_objs = c->nr_chunk_free;
 	st->chunk_creates = c->chunk_creates;
 	st->chunk_releases = c->chunk_releases;
+	st->release_fails = c->release_fails;
+	st->reserve_refills = c->reserve_refills;
 	st->full_mags = c->nr_full_mags;
+	st->empty_mags = c->nr_empty_mags;
 	st->mem_bytes = c->nr_chunks * ((u64)c->chunk_bytes * num_possible_cpus() +
 					 struct_size_t(struct pn_chunk, free_map,
 						       BITS_TO_LONGS(c->nr_objs))) +
-			(u64)(c->nr_full_mags + c->nr_empty_mags) *
+			(u64)(c->nr_full_mags + c->nr_empty_mags + c->nr_cpu_mags) *
 			struct_size_t(struct pn_mag, objs, c->mag_cap);
 	spin_unlock_irqrestore(&c->lock, flags);
 	st->in_use = st->allocs - st->frees;
+	st->mag_cap = c->mag_cap;
+	st->reserve = READ_ONCE(c->reserve_on) ? c->reserve : 0;
+	st->direct_live = atomic_long_read(&c->nr_direct);
+	st->direct_allocs = atomic_long_read(&c->direct_allocs);
 	st->chunk_fails = atomic_long_read(&c->chunk_fails);
+	st->reserve_fails = atomic_long_read(&c->reserve_fails);
 	st->double_frees = atomic_long_read(&c->double_frees);
 	st->poison_errors = atomic_long_read(&c->poison_errors);
 	st->bad_frees = atomic_long_read(&c->bad_frees);
@@ -1129,7 +1661,8 @@ static struct pn_cache *pn_size_class(size_t size, size_t align)
  * pn_alloc_percpu_gfp() - drop-in replacement for __alloc_percpu_gfp()
  * @size: bytes, 1 .. PN_ALLOC_MAX_SIZE
  * @align: alignment, a power of two up to PAGE_SIZE
- * @gfp: allocation flags, as for pn_cache_alloc()
+ * @gfp: allocation flags, as for pn_cache_alloc() (__GFP_ACCOUNT requests
+ *	 are charged to the caller's memcg by the kernel's allocator)
  *
  * Served from the power-of-two size class that fits @size and @align;
  * objects are naturally aligned up to PAGE_SIZE.  The first @size bytes
@@ -1145,7 +1678,8 @@ void __percpu *pn_alloc_percpu_gfp(size_t size, size_t align, gfp_t gfp)
 	if (!c)
 		return NULL;
 	/* The class object is a power of two >= 8: rounding stays inside. */
-	return __pn_cache_alloc(c, gfp, ALIGN(size, sizeof(u64)), _RET_IP_);
+	return __pn_cache_alloc(c, size, gfp, ALIGN(size, sizeof(u64)),
+				_RET_IP_);
 }
 EXPORT_SYMBOL_GPL(pn_alloc_percpu_gfp);
 
@@ -1154,7 +1688,8 @@ EXPORT_SYMBOL_GPL(pn_alloc_percpu_gfp);
  * @ptr: a __percpu pointer
  *
  * Context: Any context but NMI.
- * Return: the cache whose chunk contains @ptr, or NULL.
+ * Return: the cache whose chunk contains @ptr, or NULL (also for a direct
+ * object, which lives in no chunk).
  */
 struct pn_cache *pn_cache_of(void __percpu *ptr)
 {
@@ -1175,10 +1710,12 @@ EXPORT_SYMBOL_GPL(pn_cache_of);
  * @ptr: from pn_alloc_percpu_gfp(), or NULL
  *
  * Finds the size class from the pointer (one lockless tree lookup).  A
- * pointer that is not from a size class (not pcpu_next memory, or an
- * object of a cache of pn_cache_create()) is reported and ignored.
+ * pointer in no chunk is a direct object (accounted, or an atomic
+ * fallback) and goes to free_percpu(); while no direct object is live, such
+ * a pointer (and an object of a cache of pn_cache_create()) is reported
+ * and ignored instead.  Never allocates.
  *
- * Context: Any context but NMI.
+ * Context: As pn_cache_free().
  */
 void pn_free_percpu(void __percpu *ptr)
 {
@@ -1187,6 +1724,11 @@ void pn_free_percpu(void __percpu *ptr)
 	if (!ptr)
 		return;
 	c = pn_cache_of(ptr);
+	if (!c && atomic_long_read(&pn_sized_direct)) {
+		free_percpu(ptr);
+		atomic_long_dec(&pn_sized_direct);
+		return;
+	}
 	if (unlikely(!c || !c->sized)) {
 		pr_err_ratelimited("%s() of a pointer that pn_alloc_percpu_gfp() did not return\n",
 				   __func__);
@@ -1198,60 +1740,103 @@ EXPORT_SYMBOL_GPL(pn_free_percpu);
 
 /* ---- reclaim, hotplug, test hooks --------------------------------------- */
 
+/* What a scan could reach: depot, free chunks past the reserve, CPUs. */
 static unsigned long pn_cache_reclaimable(struct pn_cache *c)
 {
+	unsigned long fr = READ_ONCE(c->nr_free_chunks) * c->nr_objs;
+	unsigned long keep = READ_ONCE(c->reserve_on) ? c->reserve : 0;
+
 	return (unsigned long)READ_ONCE(c->nr_full_mags) * c->mag_cap +
-	       READ_ONCE(c->nr_free_chunks) * c->nr_objs;
+	       (fr > keep ? fr - keep : 0) +
+	       (unsigned long)READ_ONCE(c->nr_cpu_mags) * c->mag_cap;
 }
 
-/* Objects the shrinker could release: depot magazines and free chunks. */
-unsigned long pn_alloc_reclaim_count(void)
+static unsigned long pn_reclaim_count(void)
 {
 	unsigned long n = 0;
 	struct pn_cache *c;
 
-	mutex_lock(&pn_caches_lock);
+	lockdep_assert_held(&pn_caches_lock);
 	list_for_each_entry(c, &pn_caches, node)
 		n += pn_cache_reclaimable(c);
+	return n;
+}
+
+/* Objects the shrinker could release, for the KUnit suite. */
+unsigned long pn_alloc_reclaim_count(void)
+{
+	unsigned long n;
+
+	mutex_lock(&pn_caches_lock);
+	n = pn_reclaim_count();
 	mutex_unlock(&pn_caches_lock);
 	return n;
 }
 
-static unsigned long pn_reclaim_locked(unsigned long nr)
+/*
+ * One shrinker scan: pin every cache under pn_caches_lock, then reclaim
+ * from them with no lock that create/destroy take, so destructors may use
+ * the cache API.  CPUs' magazines are drained by each cache's drain_work.
+ */
+static unsigned long pn_shrink(unsigned long nr, unsigned long *scanned,
+			       bool wait)
 {
-	unsigned long freed = 0;
-	struct pn_cache *c;
+	unsigned long freed = 0, seen = 0;
+	struct pn_cache *c, *tc;
+	LIST_HEAD(todo);
 
-	lockdep_assert_held(&pn_caches_lock);
-	list_for_each_entry(c, &pn_caches, node) {
-		if (freed >= nr)
-			break;
-		freed += pn_cache_reclaim(c, nr - freed);
+	if (wait)
+		mutex_lock(&pn_shrink_lock);
+	else if (!mutex_trylock(&pn_shrink_lock))
+		return SHRINK_STOP;
+	if (wait) {
+		mutex_lock(&pn_caches_lock);
+	} else if (!mutex_trylock(&pn_caches_lock)) {
+		mutex_unlock(&pn_shrink_lock);
+		return SHRINK_STOP;
 	}
+	list_for_each_entry(c, &pn_caches, node) {
+		refcount_inc(&c->refs);
+		list_add_tail(&c->shrink_node, &todo);
+	}
+	mutex_unlock(&pn_caches_lock);
+
+	list_for_each_entry_safe(c, tc, &todo, shrink_node) {
+		if (seen < nr) {
+			freed += pn_cache_reclaim(c, nr - seen, &seen, false);
+			if (seen < nr && READ_ONCE(c->nr_cpu_mags))
+				queue_work(pn_maint_wq, &c->drain_work);
+		}
+		list_del_init(&c->shrink_node);
+		pn_cache_put(c);
+	}
+	mutex_unlock(&pn_shrink_lock);
+	if (scanned)
+		*scanned = seen;
 	return freed;
 }
 
 /* What the shrinker's scan does, for the KUnit suite. */
 unsigned long pn_alloc_reclaim(unsigned long nr)
 {
-	unsigned long freed;
+	return pn_shrink(nr, NULL, true);
+}
 
-	mutex_lock(&pn_caches_lock);
-	freed = pn_reclaim_locked(nr);
-	mutex_unlock(&pn_caches_lock);
-	return freed;
+/* Wait for a cache's maintenance and drain work, for the KUnit suite. */
+void pn_cache_flush_work(struct pn_cache *cache)
+{
+	flush_work(&cache->drain_work);
+	flush_work(&cache->maint_work);
 }
 
 static unsigned long pn_shrink_count(struct shrinker *s,
 				     struct shrink_control *sc)
 {
-	unsigned long n = 0;
-	struct pn_cache *c;
+	unsigned long n;
 
 	if (!mutex_trylock(&pn_caches_lock))
 		return 0;
-	list_for_each_entry(c, &pn_caches, node)
-		n += pn_cache_reclaimable(c);
+	n = pn_reclaim_count();
 	mutex_unlock(&pn_caches_lock);
 	return n ? n : SHRINK_EMPTY;
 }
@@ -1259,13 +1844,11 @@ static unsigned long pn_shrink_count(struct shrinker *s,
 static unsigned long pn_shrink_scan(struct shrinker *s,
 				    struct shrink_control *sc)
 {
-	unsigned long freed;
+	unsigned long scanned = 0, freed;
 
-	/* Reclaim may run under a caller of pn_caches_lock: never wait. */
-	if (!mutex_trylock(&pn_caches_lock))
-		return SHRINK_STOP;
-	freed = pn_reclaim_locked(sc->nr_to_scan);
-	mutex_unlock(&pn_caches_lock);
+	freed = pn_shrink(sc->nr_to_scan, &scanned, false);
+	if (freed != SHRINK_STOP)
+		sc->nr_scanned = scanned;
 	return freed;
 }
 
@@ -1317,20 +1900,23 @@ static int pn_stats_show(struct seq_file *m, void *v)
 	struct pn_cache_stats st;
 	struct pn_cache *c;
 
-	seq_printf(m, "%-16s %6s %6s %10s %10s %12s %10s %8s %8s %7s %6s %9s %9s %9s %6s %6s %6s %6s %10s\n",
-		   "cache", "size", "align", "in_use", "cpu_cached", "mag_hits",
-		   "mag_miss", "refills", "flushes", "chunks", "free", "created",
-		   "released", "fails", "dfree", "poison", "badfr", "ctor", "bytes");
+	seq_printf(m, "%-16s %6s %6s %4s %10s %10s %12s %10s %8s %8s %7s %6s %9s %9s %9s %6s %7s %8s %6s %6s %6s %6s %10s\n",
+		   "cache", "size", "align", "cap", "in_use", "cpu_cached",
+		   "mag_hits", "mag_miss", "refills", "flushes", "chunks",
+		   "free", "created", "released", "fails", "relfail",
+		   "reserve", "direct", "dfree", "poison", "badfr", "ctor",
+		   "bytes");
 	mutex_lock(&pn_caches_lock);
 	list_for_each_entry(c, &pn_caches, node) {
 		pn_cache_get_stats(c, &st);
-		seq_printf(m, "%-16s %6u %6u %10llu %10llu %12llu %10llu %8llu %8llu %7llu %6llu %9llu %9llu %9llu %6llu %6llu %6llu %6s %10llu\n",
-			   c->name, c->size, c->align, st.in_use, st.cpu_cached,
-			   st.mag_hits, st.mag_misses, st.depot_refills,
-			   st.depot_flushes, st.chunks, st.free_chunks,
-			   st.chunk_creates, st.chunk_releases, st.chunk_fails,
-			   st.double_frees, st.poison_errors, st.bad_frees,
-			   c->ctor ? "yes" : "no", st.mem_bytes);
+		seq_printf(m, "%-16s %6u %6u %4u %10llu %10llu %12llu %10llu %8llu %8llu %7llu %6llu %9llu %9llu %9llu %6llu %7llu %8llu %6llu %6llu %6llu %6s %10llu\n",
+			   c->name, c->size, c->align, c->mag_cap, st.in_use,
+			   st.cpu_cached, st.mag_hits, st.mag_misses,
+			   st.depot_refills, st.depot_flushes, st.chunks,
+			   st.free_chunks, st.chunk_creates, st.chunk_releases,
+			   st.chunk_fails, st.release_fails, st.reserve,
+			   st.direct_allocs, st.double_frees, st.poison_errors,
+			   st.bad_frees, c->ctor ? "yes" : "no", st.mem_bytes);
 	}
 	mutex_unlock(&pn_caches_lock);
 	return 0;
@@ -1404,6 +1990,39 @@ static void pn_destroy_size_caches(void)
 	}
 }
 
+/*
+ * Module unload: release what caches destroyed with live objects still
+ * hold.  No user of pcpu_next is left (their modules depend on this one),
+ * so the live objects are gone with their users.  No destructor runs: the
+ * module that owned the cache may be gone too.
+ */
+static void pn_free_dead_caches(void)
+{
+	struct pn_chunk *ch, *tch;
+	struct pn_cache *c, *tc;
+	LIST_HEAD(chunks);
+	bool any = false;
+
+	mutex_lock(&pn_caches_lock);
+	list_for_each_entry_safe(c, tc, &pn_dead_caches, node) {
+		any = true;
+		list_del(&c->node);
+		list_splice_init(&c->chunks_free, &chunks);
+		list_splice_init(&c->chunks_partial, &chunks);
+		list_splice_init(&c->chunks_full, &chunks);
+		list_for_each_entry_safe(ch, tch, &chunks, list) {
+			list_del(&ch->list);
+			/* The whole tree goes below: no lookup can follow. */
+			free_percpu(ch->base);
+			pn_chunk_free_meta(ch);
+		}
+		pn_cache_free_struct(c);
+	}
+	mutex_unlock(&pn_caches_lock);
+	if (any)
+		mtree_destroy(&pn_chunk_tree);
+}
+
 /**
  * pn_alloc_init() - set up the allocator: hotplug state, shrinker, size
  *		     classes, debugfs files
@@ -1417,10 +2036,19 @@ int pn_alloc_init(void)
 	unsigned int i, sz;
 	int ret;
 
+	pn_drain_wq = alloc_workqueue("pcpu_next_drain", WQ_MEM_RECLAIM, 0);
+	if (!pn_drain_wq)
+		return -ENOMEM;
+	pn_maint_wq = alloc_workqueue("pcpu_next_maint",
+				      WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
+	if (!pn_maint_wq) {
+		ret = -ENOMEM;
+		goto free_drain_wq;
+	}
 	ret = cpuhp_setup_state_multi(CPUHP_BP_PREPARE_DYN, "pcpu_next/alloc:dead",
 				      NULL, pn_cpu_dead);
 	if (ret < 0)
-		return ret;
+		goto free_maint_wq;
 	pn_cpuhp_state = ret;
 
 	pn_shrinker = shrinker_alloc(0, "pcpu_next-alloc");
@@ -1451,6 +2079,12 @@ int pn_alloc_init(void)
 	debugfs_create_file("stats", 0400, pn_alloc_dir, NULL, &pn_stats_fops);
 	debugfs_create_file("fail_next_chunks", 0600, pn_alloc_dir, NULL,
 			    &pn_fail_fops);
+#ifdef CONFIG_FAULT_INJECTION
+	pn_fail_release.verbose = 0;	/* fail-nth runs print nothing */
+#endif
+#ifdef CONFIG_FAULT_INJECTION_DEBUG_FS
+	fault_create_debugfs_attr("fail_release", pn_alloc_dir, &pn_fail_release);
+#endif
 	return 0;
 
 free_caches:
@@ -1458,6 +2092,10 @@ free_caches:
 	shrinker_free(pn_shrinker);
 remove_state:
 	cpuhp_remove_multi_state(pn_cpuhp_state);
+free_maint_wq:
+	destroy_workqueue(pn_maint_wq);
+free_drain_wq:
+	destroy_workqueue(pn_drain_wq);
 	return ret;
 }
 
@@ -1473,7 +2111,10 @@ void pn_alloc_exit(void)
 	debugfs_remove(pn_alloc_dir);	/* waits for readers in progress */
 	shrinker_free(pn_shrinker);
 	pn_destroy_size_caches();
+	pn_free_dead_caches();
 	cpuhp_remove_multi_state(pn_cpuhp_state);
+	destroy_workqueue(pn_maint_wq);
+	destroy_workqueue(pn_drain_wq);
 	/* Chunk structs are freed through RCU. */
 	rcu_barrier();
 	WARN_ON(!mtree_empty(&pn_chunk_tree));
@@ -1490,8 +2131,8 @@ void pn_alloc_exit(void)
  * alignment, sometimes GFP_NOWAIT), checks it is zeroed everywhere, stamps
  * it and parks it.  A quarter of the objects come from a constructor
  * cache: they must arrive constructed and are restored before the free.
- * Worker 0 also runs reclaim and pn_cache_shrink() now and then, so IPI
- * drains and chunk releases race with the fast paths.  Two live objects
+ * Worker 0 also runs reclaim and pn_cache_shrink() now and then, so
+ * per-CPU drains and chunk releases race with the fast paths.  Two live objects
  * sharing memory, or any corruption, shows as a stamp mismatch.
  *
  * With faults=N, chunk creations and the constructor fail at random
@@ -1533,7 +2174,7 @@ static u64 pn_st_word(u64 tag, unsigned int cpu, unsigned int w)
 }
 
 /* Constructor for the bench: zeroed, like a fresh counter; @priv: size. */
-static int pn_st_ctor_any(void __percpu *obj, void *priv)
+static int pn_st_ctor_any(void __percpu *obj, void *priv, gfp_t gfp)
 {
 	size_t size = *(size_t *)priv;
 	unsigned int cpu;
@@ -1576,7 +2217,7 @@ static void pn_st_stamp(void __percpu *obj, unsigned int from, unsigned int word
 	}
 }
 
-static int pn_st_ctor(void __percpu *obj, void *priv)
+static int pn_st_ctor(void __percpu *obj, void *priv, gfp_t gfp)
 {
 	struct pn_st *st = priv;
 	unsigned int cpu, w;
@@ -1708,24 +2349,30 @@ next:
 	return 0;
 }
 
-static u64 pn_sized_in_use(u64 *chunk_fails)
+/*
+ * Objects in use in the size classes (direct objects included); chunk
+ * creations that failed for a caller and for maint_work.
+ */
+static u64 pn_sized_in_use(u64 *chunk_fails, u64 *reserve_fails)
 {
 	struct pn_cache_stats s;
 	unsigned int i;
-	u64 n = 0;
+	u64 n = atomic_long_read(&pn_sized_direct);
 
 	*chunk_fails = 0;
+	*reserve_fails = 0;
 	for (i = 0; i < PN_NR_CLASSES; i++) {
 		pn_cache_get_stats(pn_size_caches[i], &s);
 		n += s.in_use;
-		*chunk_fails += s.chunk_fails;
+		*chunk_fails += s.chunk_fails - s.reserve_fails;
+		*reserve_fails += s.reserve_fails;
 	}
 	return n;
 }
 
 static int pn_alloc_stress(struct pn_run *run)
 {
-	u64 in_use0, in_use1, fails0, fails1;
+	u64 in_use0, in_use1, fails0, fails1, rfails0, rfails1;
 	unsigned long leaked, injected;
 	struct pn_cache_stats cs;
 	struct pn_st *st;
@@ -1750,7 +2397,7 @@ static int pn_alloc_stress(struct pn_run *run)
 		goto free_slots;
 	}
 
-	in_use0 = pn_sized_in_use(&fails0);
+	in_use0 = pn_sized_in_use(&fails0, &rfails0);
 	pn_fault_arm(run);
 	ret = pn_run_threads(run, run->p.threads, run->p.pin, run->p.duration_ms,
 			     pn_st_worker, st);
@@ -1761,9 +2408,10 @@ static int pn_alloc_stress(struct pn_run *run)
 		if (st->slots[i].ptr)
 			pn_st_release(st, st->slots[i].ptr, st->slots[i].words,
 				      st->slots[i].ctor, st->slots[i].tag);
-	in_use1 = pn_sized_in_use(&fails1);
+	in_use1 = pn_sized_in_use(&fails1, &rfails1);
 	pn_cache_get_stats(st->ctor_cache, &cs);
-	fails1 += cs.chunk_fails;
+	fails1 += cs.chunk_fails - cs.reserve_fails;
+	rfails1 += cs.reserve_fails;
 	leaked = pn_cache_destroy(st->ctor_cache);	/* runs the destructors */
 
 	pn_printf(run, "allocs=%ld frees=%ld nomem=%ld nowait_fail=%ld reclaims=%ld corrupt=%ld unzeroed=%ld unconstructed=%ld leaked=%llu ",
@@ -1786,8 +2434,11 @@ static int pn_alloc_stress(struct pn_run *run)
 		/* every failed chunk creation reached one caller as NULL */
 		if (atomic_long_read(&st->nomem) != fails1 - fails0)
 			pn_fail(run, "enomem_not_propagated");
-		/* every injected fault failed a chunk creation */
-		if (fails1 - fails0 < injected)
+		/*
+		 * every injected fault failed a chunk creation, for a caller
+		 * or for the reserve's refill (maint_work)
+		 */
+		if (fails1 - fails0 + rfails1 - rfails0 < injected)
 			pn_fail(run, "injected_fault_lost");
 	} else if (atomic_long_read(&st->nomem)) {
 		pn_fail(run, "enomem");

@@ -14,6 +14,10 @@
 #include <linux/cpu.h>
 #include <linux/cpumask.h>
 #include <linux/irqflags.h>
+#include <linux/kthread.h>
+#include <linux/rcupdate.h>
+#include <linux/sched/mm.h>
+#include <linux/timer.h>
 #include <linux/percpu.h>
 #include <linux/slab.h>
 #include <linux/smp.h>
@@ -234,7 +238,7 @@ struct pn_ctor_state {
 	bool bad_dtor;		/* a destructed object was not in constructed state */
 };
 
-static int pn_ctor(void __percpu *obj, void *priv)
+static int pn_ctor(void __percpu *obj, void *priv, gfp_t gfp)
 {
 	struct pn_ctor_state *s = priv;
 	unsigned int cpu;
@@ -465,15 +469,19 @@ static void pn_test_shrinker_reclaim(struct kunit *test)
 	KUNIT_EXPECT_GT(test, pn_alloc_reclaim_count(), 0UL);
 
 	KUNIT_EXPECT_GT(test, pn_alloc_reclaim(ULONG_MAX), 0UL);
+	/*
+	 * The scan released what the depot and the chunks had, and queued the
+	 * cache's drain work for what the CPU's magazines hold: once it ran,
+	 * every chunk is gone, destructed in full.
+	 */
+	pn_cache_flush_work(x->c);
 	pn_cache_get_stats(x->c, &st);
-	/* Released chunks were destructed in full; the rest is still used. */
-	KUNIT_EXPECT_GE(test, st.chunk_releases, 1ULL);
-	KUNIT_EXPECT_EQ(test, st.chunks + st.chunk_releases, before);
+	KUNIT_EXPECT_EQ(test, st.cpu_cached, 0ULL);
+	KUNIT_EXPECT_EQ(test, st.chunks, 0ULL);
+	KUNIT_EXPECT_EQ(test, st.chunk_releases, before);
 	KUNIT_EXPECT_EQ(test, (u64)atomic_read(&s.dtor), st.chunk_releases * n);
 	KUNIT_EXPECT_EQ(test, st.free_chunks, 0ULL);
 	KUNIT_EXPECT_EQ(test, st.full_mags, 0ULL);
-	/* Only chunks that hold a magazine object of the CPU survive. */
-	KUNIT_EXPECT_LE(test, st.chunks, st.cpu_cached);
 	KUNIT_EXPECT_FALSE(test, s.bad_dtor);
 
 	KUNIT_EXPECT_EQ(test, pn_cache_destroy(x->c), 0UL);
@@ -496,13 +504,34 @@ static void pn_test_destroy_leaked(struct kunit *test)
 	}
 	pn_cache_free(c, p[1]);
 	KUNIT_EXPECT_EQ(test, pn_cache_destroy(c), 2UL);
-	/* The leaked two are not destructed (their state is unknown). */
-	KUNIT_EXPECT_EQ(test, atomic_read(&s.dtor), atomic_read(&s.ctor) - 2);
+	/*
+	 * The cache and the chunk of the two live objects are kept: the
+	 * objects are still constructed memory of that cache, not destructed,
+	 * and freeing them later is fine (without magazines).
+	 */
+	KUNIT_EXPECT_PTR_EQ(test, pn_cache_of(p[0]), c);
+	KUNIT_EXPECT_PTR_EQ(test, pn_cache_of(p[2]), c);
+	KUNIT_EXPECT_TRUE(test, pn_constructed(p[0]));
+	KUNIT_EXPECT_TRUE(test, pn_constructed(p[2]));
+	KUNIT_EXPECT_EQ(test, atomic_read(&s.dtor), 0);
+	pn_cache_free(c, p[0]);
+	pn_cache_free(c, p[2]);
+	KUNIT_EXPECT_EQ(test, atomic_read(&s.dtor), 0);
 
 	c = pn_kunit_cache(test, "kunit-leak-dbg", 48, PN_CACHE_DEBUG, NULL, NULL, NULL);
 	p[0] = pn_cache_alloc(c, GFP_KERNEL);
 	KUNIT_ASSERT_NE(test, pn_kaddr(p[0]), 0UL);
 	KUNIT_EXPECT_EQ(test, pn_cache_destroy(c), 1UL);
+	KUNIT_EXPECT_PTR_EQ(test, pn_cache_of(p[0]), c);
+	pn_cache_free(c, p[0]);
+	pn_cache_free(c, p[0]);		/* still checked: a double free */
+	{
+		struct pn_cache_stats st;
+
+		pn_cache_get_stats(c, &st);
+		KUNIT_EXPECT_EQ(test, st.double_frees, 1ULL);
+		KUNIT_EXPECT_EQ(test, st.in_use, 0ULL);
+	}
 }
 
 /* ---- hotplug ------------------------------------------------------------ */
@@ -613,16 +642,30 @@ static void pn_test_nonblocking(struct kunit *test)
 	void __percpu *p;
 
 	c = pn_kunit_cache(test, "kunit-nowait", 16, PN_CACHE_ZERO, NULL, NULL, NULL);
-	/* Nothing cached yet: a non-blocking request fails, creates nothing. */
-	KUNIT_EXPECT_EQ(test, pn_kaddr(pn_cache_alloc(c, GFP_NOWAIT)), 0UL);
-	pn_cache_get_stats(c, &st);
-	KUNIT_EXPECT_EQ(test, st.chunks, 0ULL);
-
-	p = pn_cache_alloc(c, GFP_KERNEL);
+	/*
+	 * Nothing cached yet: a non-blocking request is served by the kernel's
+	 * allocator (a direct object, zeroed), creates no chunk, and turns the
+	 * cache's reserve on.
+	 */
+	local_irq_save(flags);
+	p = pn_cache_alloc(c, GFP_NOWAIT);
+	local_irq_restore(flags);
 	KUNIT_ASSERT_NE(test, pn_kaddr(p), 0UL);
+	KUNIT_EXPECT_TRUE(test, pn_all_bytes(p, 16, 0));
+	KUNIT_EXPECT_NULL(test, pn_cache_of(p));
+	pn_cache_get_stats(c, &st);
+	KUNIT_EXPECT_EQ(test, st.direct_allocs, 1ULL);
+	KUNIT_EXPECT_EQ(test, st.direct_live, 1ULL);
 	pn_cache_free(c, p);
+	pn_cache_get_stats(c, &st);
+	KUNIT_EXPECT_EQ(test, st.direct_live, 0ULL);
+	KUNIT_EXPECT_EQ(test, st.in_use, 0ULL);
 
-	/* Now served from the cache, with interrupts off (atomic context). */
+	/* The maintenance work filled the reserve: served from the cache. */
+	pn_cache_flush_work(c);
+	pn_cache_get_stats(c, &st);
+	KUNIT_EXPECT_GT(test, st.reserve, 0ULL);
+	KUNIT_EXPECT_GE(test, st.chunk_free_objs, st.reserve);
 	local_irq_save(flags);
 	p = pn_cache_alloc(c, GFP_ATOMIC);
 	if (p) {
@@ -631,7 +674,467 @@ static void pn_test_nonblocking(struct kunit *test)
 	}
 	local_irq_restore(flags);
 	KUNIT_EXPECT_NE(test, pn_kaddr(p), 0UL);
+	KUNIT_EXPECT_NOT_NULL(test, pn_cache_of(p));
 	KUNIT_EXPECT_EQ(test, pn_cache_destroy(c), 0UL);
+}
+
+/*
+ * The reserve's promise: once the maintenance work has run, a burst of
+ * cache->reserve non-blocking allocations succeeds, constructed, from a
+ * timer (softirq; a thread on PREEMPT_RT), although a constructor cache
+ * cannot fall back to the kernel's allocator.  Three rounds, the reserve
+ * refilled in between.
+ */
+#define PN_TIMER_MAX	64
+
+struct pn_timer_arg {
+	struct timer_list timer;
+	struct pn_cache *c;
+	struct completion done;
+	void __percpu *p[PN_TIMER_MAX];
+	unsigned int want;
+	unsigned int got;
+	bool constructed;
+};
+
+static void pn_timer_alloc(struct timer_list *t)
+{
+	struct pn_timer_arg *a = from_timer(a, t, timer);
+	unsigned int i;
+
+	a->got = 0;
+	a->constructed = true;
+	for (i = 0; i < a->want; i++) {
+		a->p[i] = pn_cache_alloc(a->c, GFP_ATOMIC);
+		if (!a->p[i])
+			continue;
+		a->got++;
+		if (!pn_constructed(a->p[i]))
+			a->constructed = false;
+	}
+	complete(&a->done);
+}
+
+static void pn_test_atomic_reserve(struct kunit *test)
+{
+	struct pn_ctor_state s = { .fail_at = -1 };
+	struct pn_cache_stats st;
+	struct pn_timer_arg *a;
+	unsigned int round, i;
+
+	a = kunit_kzalloc(test, sizeof(*a), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, a);
+	a->c = pn_kunit_cache(test, "kunit-reserve", 64, 0, pn_ctor, pn_dtor, &s);
+
+	/* Cold constructor cache: nothing to hand out, the reserve is asked for. */
+	KUNIT_EXPECT_NULL(test, pn_cache_alloc(a->c, GFP_NOWAIT));
+	for (round = 0; round < 3; round++) {
+		pn_cache_flush_work(a->c);
+		pn_cache_get_stats(a->c, &st);
+		KUNIT_ASSERT_GT(test, st.reserve, 0ULL);
+		a->want = min_t(u64, st.reserve, PN_TIMER_MAX);
+		init_completion(&a->done);
+		timer_setup(&a->timer, pn_timer_alloc, 0);
+		mod_timer(&a->timer, jiffies + 1);
+		wait_for_completion(&a->done);
+		del_timer_sync(&a->timer);
+		KUNIT_EXPECT_EQ(test, a->got, a->want);
+		KUNIT_EXPECT_TRUE(test, a->constructed);
+		for (i = 0; i < a->want; i++)
+			pn_cache_free(a->c, a->p[i]);
+		/* Drain them back to the chunks: the next burst needs the reserve. */
+		pn_cache_shrink(a->c);
+	}
+	pn_cache_get_stats(a->c, &st);
+	KUNIT_EXPECT_GT(test, st.reserve_refills, 0ULL);
+	KUNIT_EXPECT_EQ(test, st.in_use, 0ULL);
+	KUNIT_EXPECT_EQ(test, pn_cache_destroy(a->c), 0UL);
+	KUNIT_EXPECT_EQ(test, atomic_read(&s.dtor), atomic_read(&s.ctor));
+}
+
+/*
+ * memcg: an accounted request must be charged to its caller, so it never
+ * comes out of a chunk (whose charge went to the chunk's creator).
+ */
+static void pn_test_accounted(struct kunit *test)
+{
+	struct pn_ctor_state s = { .fail_at = -1 };
+	struct pn_cache_stats st0, st;
+	void __percpu *p, *q;
+	struct pn_cache *c;
+
+	/* A warm class: an unaccounted object first, so a chunk exists. */
+	q = pn_alloc_percpu_gfp(24, 8, GFP_KERNEL);
+	KUNIT_ASSERT_NE(test, pn_kaddr(q), 0UL);
+	pn_cache_get_stats(pn_cache_of(q), &st0);
+	p = pn_alloc_percpu_gfp(24, 8, GFP_KERNEL_ACCOUNT);
+	KUNIT_ASSERT_NE(test, pn_kaddr(p), 0UL);
+	KUNIT_EXPECT_NULL(test, pn_cache_of(p));
+	KUNIT_EXPECT_TRUE(test, pn_all_bytes(p, 24, 0));
+	pn_cache_get_stats(pn_cache_of(q), &st);
+	KUNIT_EXPECT_EQ(test, st.chunk_creates, st0.chunk_creates);
+	KUNIT_EXPECT_EQ(test, st.direct_allocs, st0.direct_allocs + 1);
+	pn_free_percpu(p);
+	pn_free_percpu(q);
+
+	/* A constructor cache: constructed with the gfp, destructed at free. */
+	c = pn_kunit_cache(test, "kunit-account", 32, 0, pn_ctor, pn_dtor, &s);
+	p = pn_cache_alloc(c, GFP_KERNEL_ACCOUNT);
+	KUNIT_ASSERT_NE(test, pn_kaddr(p), 0UL);
+	KUNIT_EXPECT_NULL(test, pn_cache_of(p));
+	KUNIT_EXPECT_TRUE(test, pn_constructed(p));
+	KUNIT_EXPECT_EQ(test, atomic_read(&s.ctor), 1);
+	pn_cache_get_stats(c, &st);
+	KUNIT_EXPECT_EQ(test, st.chunks, 0ULL);
+	KUNIT_EXPECT_EQ(test, st.direct_live, 1ULL);
+	pn_cache_free(c, p);
+	KUNIT_EXPECT_EQ(test, atomic_read(&s.dtor), 1);
+	pn_cache_get_stats(c, &st);
+	KUNIT_EXPECT_EQ(test, st.direct_live, 0ULL);
+	KUNIT_EXPECT_EQ(test, st.in_use, 0ULL);
+	KUNIT_EXPECT_EQ(test, pn_cache_destroy(c), 0UL);
+}
+
+/* The constructor sees the request's gfp (a GFP_NOFS caller stays NOFS). */
+static gfp_t pn_seen_gfp;
+
+static int pn_gfp_ctor(void __percpu *obj, void *priv, gfp_t gfp)
+{
+	WRITE_ONCE(pn_seen_gfp, gfp);
+	return 0;
+}
+
+static void pn_test_ctor_gfp(struct kunit *test)
+{
+	struct pn_cache *c;
+	void __percpu *p;
+	unsigned int nofs;
+
+	c = pn_kunit_cache(test, "kunit-gfp", 64, 0, pn_gfp_ctor, NULL, NULL);
+	nofs = memalloc_nofs_save();
+	p = pn_cache_alloc(c, GFP_NOFS);
+	memalloc_nofs_restore(nofs);
+	KUNIT_ASSERT_NE(test, pn_kaddr(p), 0UL);
+	KUNIT_EXPECT_EQ(test, pn_seen_gfp & (__GFP_FS | __GFP_IO), __GFP_IO);
+	KUNIT_EXPECT_TRUE(test, !!(pn_seen_gfp & __GFP_DIRECT_RECLAIM));
+	pn_cache_free(c, p);
+	KUNIT_EXPECT_EQ(test, pn_cache_destroy(c), 0UL);
+}
+
+/*
+ * A destructor may use the cache API: the shrinker runs destructors with
+ * no lock that pn_cache_create()/pn_cache_destroy() take.
+ */
+struct pn_nest_state {
+	atomic_t dtor;
+	int nested;		/* 0: not tried, 1: create+destroy worked, -1: failed */
+};
+
+static struct pn_nest_state pn_nest;
+
+static int pn_ctor_any_ok(void __percpu *obj, void *priv, gfp_t gfp)
+{
+	return 0;
+}
+
+static void pn_nest_dtor(void __percpu *obj, void *priv)
+{
+	struct pn_cache *other;
+
+	atomic_inc(&pn_nest.dtor);
+	if (pn_nest.nested)
+		return;
+	other = pn_cache_create("kunit-nested", 8, 0, 0, NULL, NULL, NULL);
+	if (IS_ERR(other)) {
+		pn_nest.nested = -1;
+		return;
+	}
+	pn_nest.nested = pn_cache_destroy(other) ? -1 : 1;
+}
+
+static void pn_test_dtor_uses_api(struct kunit *test)
+{
+	struct pn_cache_stats st;
+	struct pn_cache *c;
+	void __percpu *p;
+
+	unsigned long saved = pn_cpu_cache_bytes;
+
+	memset(&pn_nest, 0, sizeof(pn_nest));
+	/* No magazines: the free puts the object back in a free chunk. */
+	WRITE_ONCE(pn_cpu_cache_bytes, 0);
+	c = pn_cache_create("kunit-nest", 2048, 0, 0, pn_ctor_any_ok, pn_nest_dtor, NULL);
+	WRITE_ONCE(pn_cpu_cache_bytes, saved);
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, c);
+	p = pn_cache_alloc(c, GFP_KERNEL);
+	KUNIT_ASSERT_NE(test, pn_kaddr(p), 0UL);
+	pn_cache_free(c, p);
+	/* The scan itself releases the chunk and runs the destructors. */
+	pn_alloc_reclaim(ULONG_MAX);
+	pn_cache_get_stats(c, &st);
+	KUNIT_EXPECT_EQ(test, st.chunks, 0ULL);
+	KUNIT_EXPECT_GT(test, atomic_read(&pn_nest.dtor), 0);
+	KUNIT_EXPECT_EQ(test, pn_nest.nested, 1);
+	KUNIT_EXPECT_EQ(test, pn_cache_destroy(c), 0UL);
+}
+
+/*
+ * Per-CPU caching is bounded in bytes: one CPU's two magazines pin at most
+ * cpu_cache_bytes over all possible CPUs' copies (every size class); with
+ * a bound too small for one object the cache works without magazines.
+ */
+static void pn_test_cache_bytes_bound(struct kunit *test)
+{
+	unsigned long saved = pn_cpu_cache_bytes;
+	struct pn_cache_stats st;
+	struct pn_cache *c;
+	void __percpu *p[4];
+	unsigned int sz, i;
+
+	for (sz = 8; sz <= PN_ALLOC_MAX_SIZE; sz <<= 1) {
+		p[0] = pn_alloc_percpu_gfp(sz, 8, GFP_KERNEL);
+		KUNIT_ASSERT_NE(test, pn_kaddr(p[0]), 0UL);
+		pn_cache_get_stats(pn_cache_of(p[0]), &st);
+		KUNIT_EXPECT_LE_MSG(test, 2 * st.mag_cap * sz * num_possible_cpus(),
+				    (u64)saved, "class %u", sz);
+		pn_free_percpu(p[0]);
+	}
+
+	WRITE_ONCE(pn_cpu_cache_bytes, 0);
+	c = pn_cache_create("kunit-nomags", 64, 0, 0, NULL, NULL, NULL);
+	WRITE_ONCE(pn_cpu_cache_bytes, saved);
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, c);
+	for (i = 0; i < ARRAY_SIZE(p); i++) {
+		p[i] = pn_cache_alloc(c, GFP_KERNEL);
+		KUNIT_ASSERT_NE(test, pn_kaddr(p[i]), 0UL);
+		this_cpu_write(*(u64 __percpu *)p[i], i);
+	}
+	for (i = 0; i < ARRAY_SIZE(p); i++)
+		pn_cache_free(c, p[i]);
+	pn_cache_get_stats(c, &st);
+	KUNIT_EXPECT_EQ(test, st.mag_cap, 0ULL);
+	KUNIT_EXPECT_EQ(test, st.cpu_cached, 0ULL);
+	KUNIT_EXPECT_EQ(test, st.in_use, 0ULL);
+	KUNIT_EXPECT_EQ(test, st.chunk_free_objs, st.chunks * pn_cache_objs_per_chunk(c));
+	KUNIT_EXPECT_GT(test, pn_cache_shrink(c), 0UL);
+	KUNIT_EXPECT_EQ(test, pn_cache_destroy(c), 0UL);
+}
+
+/*
+ * The shrinker honours nr_to_scan: a small scan flushes a few depot
+ * magazines, not the whole depot with interrupts off.
+ */
+#define PN_DEPOT_N	512
+
+struct pn_depot_arg {
+	struct pn_cache *c;
+	void __percpu *p[PN_DEPOT_N];
+};
+
+static long pn_fill_depot(void *arg)
+{
+	struct pn_depot_arg *x = arg;
+	unsigned int i;
+
+	for (i = 0; i < PN_DEPOT_N; i++)
+		x->p[i] = pn_cache_alloc(x->c, GFP_KERNEL);
+	for (i = 0; i < PN_DEPOT_N; i++)
+		pn_cache_free(x->c, x->p[i]);
+	return 0;
+}
+
+static void pn_test_shrink_budget(struct kunit *test)
+{
+	struct pn_cache_stats st0, st;
+	struct pn_depot_arg *x;
+
+	if (pn_alloc_debug_forced())
+		kunit_skip(test, "alloc_debug=1: no magazines to test");
+	x = kunit_kzalloc(test, sizeof(*x), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, x);
+	x->c = pn_kunit_cache(test, "kunit-budget", 8, 0, NULL, NULL, NULL);
+	cpus_read_lock();
+	work_on_cpu(cpumask_first(cpu_online_mask), pn_fill_depot, x);
+	cpus_read_unlock();
+	pn_cache_get_stats(x->c, &st0);
+	KUNIT_ASSERT_GE(test, st0.full_mags, 4ULL);
+	pn_alloc_reclaim(1);
+	pn_cache_get_stats(x->c, &st);
+	/* At most one magazine of this cache went (the budget may end earlier). */
+	KUNIT_EXPECT_GE(test, st.full_mags + 1, st0.full_mags);
+	pn_cache_shrink(x->c);
+	KUNIT_EXPECT_EQ(test, pn_cache_destroy(x->c), 0UL);
+}
+
+/*
+ * A chunk created for a waiting allocation serves that allocation, even
+ * with a reclaimer releasing every free chunk it sees: one object per
+ * chunk, so every allocation needs exactly one chunk creation.
+ */
+static int pn_reclaim_hammer(void *arg)
+{
+	while (!kthread_should_stop()) {
+		pn_alloc_reclaim(ULONG_MAX);
+		cond_resched();
+	}
+	return 0;
+}
+
+#define PN_GROW_N	32
+
+static void pn_test_grow_vs_shrinker(struct kunit *test)
+{
+	struct task_struct *hammer;
+	struct pn_cache_stats st;
+	void __percpu **p;
+	struct pn_cache *c;
+	unsigned int i;
+
+	p = kunit_kcalloc(test, PN_GROW_N, sizeof(*p), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, p);
+	c = pn_kunit_cache(test, "kunit-grow", PN_ALLOC_MAX_SIZE, 0, NULL, NULL, NULL);
+	KUNIT_ASSERT_EQ(test, pn_cache_objs_per_chunk(c), 1U);
+	hammer = kthread_run(pn_reclaim_hammer, NULL, "pn-kunit-reclaim");
+	KUNIT_ASSERT_FALSE(test, IS_ERR(hammer));
+	for (i = 0; i < PN_GROW_N; i++) {
+		p[i] = pn_cache_alloc(c, GFP_KERNEL);
+		KUNIT_EXPECT_NE(test, pn_kaddr(p[i]), 0UL);
+	}
+	kthread_stop(hammer);
+	pn_cache_get_stats(c, &st);
+	KUNIT_EXPECT_EQ(test, st.chunk_creates, (u64)PN_GROW_N);
+	KUNIT_EXPECT_EQ(test, st.chunk_releases, 0ULL);
+	for (i = 0; i < PN_GROW_N; i++)
+		pn_cache_free(c, p[i]);
+	pn_cache_shrink(c);
+	KUNIT_EXPECT_EQ(test, pn_cache_destroy(c), 0UL);
+}
+
+/*
+ * Fault injection with fail-nth (current->fail_nth): needs failslab with
+ * ignore-gfp-wait off, which the test VMs set before loading the module.
+ */
+static bool pn_failnth_ready(struct kunit *test)
+{
+#ifdef CONFIG_FAULT_INJECTION
+	void *probe;
+	bool ready;
+
+	if (!IS_ENABLED(CONFIG_FAILSLAB))
+		return false;
+	current->fail_nth = 1;
+	probe = kmalloc(8, GFP_KERNEL);
+	ready = !probe;
+	current->fail_nth = 0;
+	kfree(probe);
+	return ready;
+#else
+	return false;
+#endif
+}
+
+static void pn_failnth_arm(unsigned int n)
+{
+#ifdef CONFIG_FAULT_INJECTION
+	current->fail_nth = n;
+#endif
+}
+
+/* Disarm; true if the n-th fault point was reached (and failed). */
+static bool pn_failnth_disarm(void)
+{
+#ifdef CONFIG_FAULT_INJECTION
+	bool hit = !current->fail_nth;
+
+	current->fail_nth = 0;
+	return hit;
+#else
+	return false;
+#endif
+}
+
+/*
+ * A free never allocates: with fail-nth armed at 1, the first fault point
+ * would fail; after frees that miss the magazines (the depot has no empty
+ * magazine left) the fault counter must be untouched.
+ */
+static void pn_test_free_does_not_allocate(struct kunit *test)
+{
+	struct pn_xcpu *x;
+	unsigned int i;
+
+	if (!pn_failnth_ready(test))
+		kunit_skip(test, "needs CONFIG_FAILSLAB and failslab/ignore-gfp-wait=N");
+	if (pn_alloc_debug_forced())
+		kunit_skip(test, "alloc_debug=1: no magazines to test");
+	x = kunit_kzalloc(test, sizeof(*x), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, x);
+	x->c = pn_kunit_cache(test, "kunit-freealloc", 8, 0, NULL, NULL, NULL);
+	pn_pin_self();
+	for (i = 0; i < PN_XCPU_N; i++) {
+		x->p[i] = pn_cache_alloc(x->c, GFP_KERNEL);
+		KUNIT_ASSERT_NE(test, pn_kaddr(x->p[i]), 0UL);
+	}
+	pn_failnth_arm(1);
+	for (i = 0; i < PN_XCPU_N; i++)
+		pn_cache_free(x->c, x->p[i]);
+	KUNIT_EXPECT_FALSE(test, pn_failnth_disarm());
+	pn_unpin_self();
+	pn_cache_shrink(x->c);
+	KUNIT_EXPECT_EQ(test, pn_cache_destroy(x->c), 0UL);
+}
+
+/*
+ * A chunk release whose tree erase fails for want of memory keeps the
+ * chunk, intact: the tree never points at a released chunk.  Every fault
+ * point of pn_cache_shrink() is failed in turn (fail-nth); the erase itself
+ * retries with GFP_KERNEL after a failed GFP_NOWAIT preallocation, which
+ * one injected failure cannot defeat, so the release site has a fault_attr
+ * of its own (alloc/fail_release) that fail-nth reaches.
+ */
+static void pn_test_release_erase_fails(struct kunit *test)
+{
+	struct pn_ctor_state s = { .fail_at = -1 };
+	unsigned int n, nth, points = 0, kept = 0;
+	struct pn_cache_stats st;
+	struct pn_cache *c;
+	void __percpu *p;
+	bool hit;
+
+	if (!pn_failnth_ready(test))
+		kunit_skip(test, "needs CONFIG_FAILSLAB and failslab/ignore-gfp-wait=N");
+	c = pn_kunit_cache(test, "kunit-erase", 512, 0, pn_ctor, pn_dtor, &s);
+	n = pn_cache_objs_per_chunk(c);
+	for (nth = 1; nth < 1000; nth++) {
+		p = pn_cache_alloc(c, GFP_KERNEL);
+		KUNIT_ASSERT_NE(test, pn_kaddr(p), 0UL);
+		pn_cache_free(c, p);
+		pn_failnth_arm(nth);
+		pn_cache_shrink(c);
+		hit = pn_failnth_disarm();
+		/* After a grace period a released chunk's struct is gone. */
+		rcu_barrier();
+		pn_cache_get_stats(c, &st);
+		if (st.chunks) {
+			/* Kept: still found, every object still constructed. */
+			kept++;
+			KUNIT_EXPECT_PTR_EQ(test, pn_cache_of(p), c);
+			KUNIT_EXPECT_TRUE(test, pn_constructed(p));
+			KUNIT_EXPECT_GT(test, st.release_fails, 0ULL);
+		} else {
+			KUNIT_EXPECT_NULL(test, pn_cache_of(p));
+		}
+		KUNIT_EXPECT_EQ(test, (u64)atomic_read(&s.dtor), st.chunk_releases * n);
+		if (!hit)
+			break;
+		points++;
+	}
+	kunit_info(test, "pn_cache_shrink: %u fault points, %u releases undone\n",
+		   points, kept);
+	KUNIT_EXPECT_GT(test, kept, 0U);
+	pn_cache_shrink(c);
+	KUNIT_EXPECT_EQ(test, pn_cache_destroy(c), 0UL);
+	KUNIT_EXPECT_EQ(test, atomic_read(&s.dtor), atomic_read(&s.ctor));
 }
 
 /* ---- debug mode --------------------------------------------------------- */
@@ -742,6 +1245,15 @@ static struct kunit_case pn_alloc_cases[] = {
 	KUNIT_CASE(pn_test_injected_failures),
 	KUNIT_CASE(pn_test_fault_window),
 	KUNIT_CASE(pn_test_nonblocking),
+	KUNIT_CASE(pn_test_atomic_reserve),
+	KUNIT_CASE(pn_test_accounted),
+	KUNIT_CASE(pn_test_ctor_gfp),
+	KUNIT_CASE(pn_test_dtor_uses_api),
+	KUNIT_CASE(pn_test_cache_bytes_bound),
+	KUNIT_CASE(pn_test_shrink_budget),
+	KUNIT_CASE(pn_test_grow_vs_shrinker),
+	KUNIT_CASE(pn_test_free_does_not_allocate),
+	KUNIT_CASE(pn_test_release_erase_fails),
 	KUNIT_CASE(pn_test_debug_mode),
 	KUNIT_CASE(pn_test_tracepoints),
 	{}

@@ -8,9 +8,15 @@
 #            of a small model, and mutants of it that must fail
 #            (scripts/model.sh; no VM)
 #   stock    Debian's kernel, 2 vCPUs: insmod, selftests, stress, rmmod
-#   debug    the debug kernel (KASAN, lockdep, kmemleak), 4 vCPUs: KUnit at
+#   stock-rt the same on Debian's PREEMPT_RT kernel (linux-image-*-rt-amd64)
+#   debug    the debug kernel (KASAN, lockdep with PROVE_RAW_LOCK_NESTING,
+#            kmemleak, fault injection for fail-nth), 4 vCPUs: KUnit at
 #            insmod, selftests, stress, fault-injected stress (faults=),
 #            rmmod, rmmod during a run and during a fuzzing storm, kmemleak
+#   rt       a PREEMPT_RT kernel from the same source with lockdep
+#            (PROVE_RAW_LOCK_NESTING), DEBUG_ATOMIC_SLEEP, kmemleak, KUnit,
+#            fault injection (scripts/rt.config), 4 vCPUs: the debug lane's
+#            guest script
 #   kunitpy  kunit.py run --arch=x86_64 with the module built in, -smp 4
 #   bench    every benchmark on Debian's kernel, 4 online CPUs, then 4
 #            online of 64 possible (ratios only; a bench passes when it ran)
@@ -26,7 +32,7 @@
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
-lanes="model stock debug kunitpy bench hotplug cycles kcsan"
+lanes="model stock stock-rt debug rt kunitpy bench hotplug cycles kcsan"
 if [ "${1:-}" = --lane ]; then
 	lanes=$2
 fi
@@ -61,14 +67,15 @@ for lane in $lanes; do
 		echo "model $rc tap $OUT/model.log" >>"$runs"
 		;;
 	stock) run_vm stock stock 2 2 stock.sh ;;
+	stock-rt) run_vm stock-rt stock-rt 2 2 stock.sh ;;
 	debug) run_vm debug debug 4 4 debug.sh ;;
 	kselftest) run_vm kselftest debug 4 4 kselftest.sh ;;
 	hotplug) run_vm hotplug debug 4 4 hotplug.sh ;;
 	cycles) run_vm cycles debug 4 4 cycles.sh kunit.enable=0 ;;
-	kcsan)
-		bash "$REPO/scripts/kernel.sh" "$REPO/scripts/kcsan.config" >/dev/null ||
-			die "kcsan kernel build"
-		run_vm kcsan kcsan 4 4 debug.sh
+	kcsan | rt)
+		bash "$REPO/scripts/kernel.sh" "$REPO/scripts/$lane.config" >/dev/null ||
+			die "$lane kernel build"
+		run_vm "$lane" "$lane" 4 4 debug.sh
 		;;
 	kunitpy)
 		echo "== lane kunitpy: kunit.py run --arch=x86_64 --qemu_args='-smp 4'"

@@ -38,27 +38,33 @@ abi=$(apt-cache pkgnames linux-headers-6.12. |
 	sed -n 's/^linux-headers-\(6\.12\.[0-9]*+deb12\)-amd64$/\1/p' |
 	sort -V | tail -n 1)
 [ -n "$abi" ] || die "no linux-headers-6.12.*+deb12-amd64 in the archive"
-hdr="linux-headers-$abi-amd64"
-if ! dpkg-query -W -f='${Status}' "$hdr" 2>/dev/null | grep -q 'install ok installed'; then
-	echo "deps: installing $hdr"
-	apt-get install -y -qq --no-install-recommends "$hdr" >/dev/null
-fi
-
-imgdir="$CACHE/stock-$abi"
-if [ ! -s "$imgdir/vmlinuz" ]; then
-	mkdir -p "$imgdir/deb"
-	img=""
-	for cand in "linux-image-$abi-amd64-unsigned" "linux-image-$abi-amd64"; do
-		if (cd "$imgdir/deb" && apt-get download -qq "$cand" >/dev/null 2>&1); then
-			img=$cand
-			break
-		fi
-	done
-	[ -n "$img" ] || die "no linux-image package for $abi"
-	rm -rf "$imgdir/root"
-	dpkg-deb -x "$imgdir"/deb/*.deb "$imgdir/root"
-	cp "$imgdir"/root/boot/vmlinuz-* "$imgdir/vmlinuz"
-	rm -rf "$imgdir/deb" "$imgdir/root"
-fi
+# Debian's two x86-64 flavours the lanes boot: amd64 (stock) and rt-amd64
+# (PREEMPT_RT, stock-rt): headers installed, image unpacked into the cache.
+for flavour in amd64 rt-amd64; do
+	hdr="linux-headers-$abi-$flavour"
+	if ! dpkg-query -W -f='${Status}' "$hdr" 2>/dev/null | grep -q 'install ok installed'; then
+		echo "deps: installing $hdr"
+		apt-get install -y -qq --no-install-recommends "$hdr" >/dev/null
+	fi
+	case $flavour in
+	amd64) imgdir="$CACHE/stock-$abi" ;;
+	*) imgdir="$CACHE/stock-${flavour%-amd64}-$abi" ;;
+	esac
+	if [ ! -s "$imgdir/vmlinuz" ]; then
+		mkdir -p "$imgdir/deb"
+		img=""
+		for cand in "linux-image-$abi-$flavour-unsigned" "linux-image-$abi-$flavour"; do
+			if (cd "$imgdir/deb" && apt-get download -qq "$cand" >/dev/null 2>&1); then
+				img=$cand
+				break
+			fi
+		done
+		[ -n "$img" ] || die "no linux-image package for $abi-$flavour"
+		rm -rf "$imgdir/root"
+		dpkg-deb -x "$imgdir"/deb/*.deb "$imgdir/root"
+		cp "$imgdir"/root/boot/vmlinuz-* "$imgdir/vmlinuz"
+		rm -rf "$imgdir/deb" "$imgdir/root"
+	fi
+done
 echo "$abi" > "$CACHE/stock-abi"
 echo "deps: ok (stock kernel $abi, source $(dpkg-query -W -f='${Version}' linux-source-6.12))"

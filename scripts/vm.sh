@@ -6,11 +6,13 @@
 # into the build machine's own kernel.
 #
 #   scripts/vm.sh [options] GUEST_SCRIPT
-#     --kernel stock|debug|kcsan
-#                           Debian's kernel + headers (default), or a test
-#                           kernel built by scripts/kernel.sh from
+#     --kernel stock|stock-rt|debug|kcsan|rt
+#                           Debian's kernel + headers (default; stock-rt:
+#                           Debian's PREEMPT_RT flavour), or a test kernel
+#                           built by scripts/kernel.sh from
 #                           scripts/<kernel>.config (debug: KASAN, lockdep,
-#                           kmemleak; kcsan: KCSAN, lockdep, kmemleak)
+#                           kmemleak; kcsan: KCSAN, lockdep, kmemleak; rt:
+#                           PREEMPT_RT, lockdep, kmemleak)
 #     --append STR          extra kernel command line
 #     --smp N               online vCPUs (default 4)
 #     --possible N          possible CPUs (default = online).  QEMU gets N
@@ -58,11 +60,16 @@ stock)
 	kdir=/usr/src/linux-headers-$abi-amd64
 	bzimage=$CACHE/stock-$abi/vmlinuz
 	;;
-debug | kcsan)
+stock-rt)
+	abi=$(stock_abi)
+	kdir=/usr/src/linux-headers-$abi-rt-amd64
+	bzimage=$CACHE/stock-rt-$abi/vmlinuz
+	;;
+debug | kcsan | rt)
 	kdir=$("$REPO/scripts/kernel.sh" "$REPO/scripts/$kind.config")
 	bzimage=$kdir/arch/x86/boot/bzImage
 	;;
-*) die "vm.sh: --kernel stock|debug|kcsan" ;;
+*) die "vm.sh: --kernel stock|stock-rt|debug|kcsan|rt" ;;
 esac
 [ -d "$kdir" ] && [ -s "$bzimage" ] || die "kernel $kind not available: run scripts/deps.sh"
 
@@ -88,6 +95,16 @@ mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev 2>/dev/null
 mount -t debugfs debugfs /sys/kernel/debug
 mount -t tmpfs tmp /tmp
+# Kernel fault injection (kernels with FAULT_INJECTION_DEBUG_FS): failures
+# are only ever requested per task through fail-nth (probability stays 0),
+# and then every allocation counts, sleeping or not, order 0 included,
+# without a report.
+for d in /sys/kernel/debug/failslab /sys/kernel/debug/fail_page_alloc; do
+	[ -d "$d" ] || continue
+	echo N >"$d/ignore-gfp-wait"
+	echo 0 >"$d/verbose"
+	[ -e "$d/min-order" ] && echo 0 >"$d/min-order"
+done
 cd /
 echo "=== PN-GUEST-START nproc=$(nproc) possible=$(cat /sys/devices/system/cpu/possible)"
 sh /guest.sh
@@ -104,7 +121,7 @@ if [ -n "$possible" ] && [ "$possible" -gt "$smp" ]; then
 	smparg="$possible"
 	append="$append maxcpus=$smp"
 fi
-[ "$kind" != stock ] && append="$append kmemleak=on"
+case $kind in stock*) ;; *) append="$append kmemleak=on" ;; esac
 append="$append $extra"
 
 echo "vm.sh: $kind kernel, -smp $smparg, guest $(basename "$guest"), log $log" >&2

@@ -26,13 +26,20 @@ struct pn_cache;
  * typedef pn_ctor_t - object constructor
  * @obj: the object, on every possible CPU
  * @priv: the private pointer given to pn_cache_create()
+ * @gfp: the allocation flags of the request that needs the object; any
+ *	 memory the constructor allocates must honour them (a GFP_NOFS
+ *	 caller must not recurse into the filesystem through a constructor)
  *
- * Runs once per object lifetime in its chunk, when the chunk is created,
- * in process context with no pcpu_next lock held; it may sleep.
+ * Runs once per object lifetime in its chunk, when the chunk is created:
+ * for a blocking request in its process context, or from the cache's
+ * maintenance work (GFP_KERNEL) when it refills the reserve.  For an
+ * accounted request (__GFP_ACCOUNT) it runs on that request's own object,
+ * with its gfp, which may not allow blocking.  No pcpu_next lock is held.
+ * It may sleep only if @gfp allows blocking.
  *
  * Return: 0, or -errno; a failure makes the allocation fail (NULL).
  */
-typedef int (*pn_ctor_t)(void __percpu *obj, void *priv);
+typedef int (*pn_ctor_t)(void __percpu *obj, void *priv, gfp_t gfp);
 
 /**
  * typedef pn_dtor_t - object destructor
@@ -41,8 +48,11 @@ typedef int (*pn_ctor_t)(void __percpu *obj, void *priv);
  *
  * Runs when the object's chunk is released: from the shrinker (memory
  * reclaim context: must not allocate with __GFP_FS/__GFP_IO or take locks
- * that are held across allocations), from pn_cache_shrink() or from
- * pn_cache_destroy().  No pcpu_next lock is held.
+ * that are held across allocations), from a cache's drain work, from
+ * pn_cache_shrink() or from pn_cache_destroy().  For an object of an
+ * accounted request it runs in pn_cache_free(), in the caller's context.
+ * No pcpu_next lock is held that a pcpu_next call could wait for: a
+ * destructor may create, use and destroy other caches.
  */
 typedef void (*pn_dtor_t)(void __percpu *obj, void *priv);
 
@@ -57,10 +67,22 @@ typedef void (*pn_dtor_t)(void __percpu *obj, void *priv);
  * @depot_flushes: full magazines handed from a CPU to the depot
  * @chunks: chunks currently held
  * @free_chunks: chunks with every object free in the chunk layer
+ * @chunk_free_objs: objects free in the chunk layer
  * @chunk_creates: chunks created
  * @chunk_releases: chunks released
  * @chunk_fails: chunk creations that failed (memory, injection, ctor)
+ * @reserve_fails: those of @chunk_fails that refilled the reserve (no
+ *	caller saw them)
+ * @release_fails: chunk releases undone because the chunk tree could not
+ *	be updated (memory); the chunk stayed, intact
+ * @reserve_refills: chunks added by the maintenance work for the reserve
+ * @reserve: free objects kept for non-blocking requests (0 until one came)
+ * @mag_cap: objects per magazine (0: magazine-less cache)
+ * @direct_allocs: objects that came straight from the kernel's allocator
+ *	(accounted requests, non-blocking fallbacks)
+ * @direct_live: of those, still allocated (cache API objects only)
  * @full_mags: full magazines in the depot
+ * @empty_mags: empty magazines in the depot
  * @cpu_cached: objects in per-CPU magazines
  * @double_frees: debug mode: frees of an already free object
  * @poison_errors: debug mode: free objects found modified at alloc
@@ -77,10 +99,19 @@ struct pn_cache_stats {
 	u64 depot_flushes;
 	u64 chunks;
 	u64 free_chunks;
+	u64 chunk_free_objs;
 	u64 chunk_creates;
 	u64 chunk_releases;
 	u64 chunk_fails;
+	u64 reserve_fails;
+	u64 release_fails;
+	u64 reserve_refills;
+	u64 reserve;
+	u64 mag_cap;
+	u64 direct_allocs;
+	u64 direct_live;
 	u64 full_mags;
+	u64 empty_mags;
 	u64 cpu_cached;
 	u64 double_frees;
 	u64 poison_errors;
@@ -109,6 +140,10 @@ unsigned long pn_alloc_reclaim_count(void);
 unsigned long pn_alloc_reclaim(unsigned long nr);
 unsigned int pn_cache_cpu_objects(struct pn_cache *cache, unsigned int cpu);
 unsigned int pn_cache_objs_per_chunk(struct pn_cache *cache);
+void pn_cache_flush_work(struct pn_cache *cache);
+#if IS_ENABLED(CONFIG_KUNIT)
+extern unsigned long pn_cpu_cache_bytes;	/* VISIBLE_IF_KUNIT */
+#endif
 bool pn_alloc_debug_forced(void);
 
 #endif /* _PCPU_NEXT_PCPU_ALLOC_H */
