@@ -83,12 +83,55 @@
  * Sets.  pn_ctree_set() only moves the bias, which both sums include:
  * P - A and hence the accuracy is unchanged.
  *
+ * Adds in flight.  An add is in flight from its level-0 update until its
+ * carry has reached the root (or died out at an item).  Such an add has
+ * handed a carry c out of one node and not yet into the next, so at that
+ * instant P - A is the sum of the node terms above (each still inside its
+ * window, every node update being one RMW) plus c.  A level-0 counter
+ * hands up |c| <= |inc| + T_0 - 1, and an item of level l that receives c
+ * (a multiple of T_(l-1), as is its own value) hands up at most
+ * |c| + T_l - T_(l-1); the sum telescopes to
+ *
+ *	|c| <= |inc| + T_top - 1,	T_top = T_(nr_levels - 1)
+ *
+ * the threshold of the last level below the root (B on a two-CPU tree).
+ * So every add in flight widens the range by at most |inc| + T_top - 1,
+ * under for a positive carry and over for a negative one, until it
+ * completes.
+ *
+ * Preemption.  pn_ctree_add() runs with preemption disabled from its
+ * level-0 add to the end of the propagation: at most nr_levels + 1
+ * atomics, no lock, no loop that depends on other CPUs.  A task that is
+ * preempted or migrated therefore never holds a carry: without the guard
+ * it would, for as long as it stays off the CPU, and one large add is a
+ * large carry (an munmap() of 1 GiB subtracts 262,144 pages at once),
+ * so every approximate read and compare would be wrong by that much for
+ * the whole time.  The section is also correct on PREEMPT_RT, where it
+ * only adds a few atomics of latency.  What still stretches the in-flight
+ * window is what can stop a CPU with preemption off: an interrupt (or NMI)
+ * on that CPU, for the handler's duration (it may add to the same tree;
+ * its own add completes before it returns), and, in a virtual machine,
+ * the host descheduling the vCPU (milliseconds under QEMU TCG on a busy
+ * host).  At most one add per context level (task, softirq, hardirq,
+ * NMI) per CPU is in flight at a time, and at every instant
+ *
+ *	P - under - F+ <= A <= P + over + F-
+ *
+ * where F+ (F-) sums |inc| + T_top - 1 over the positive (negative)
+ * carries of the adds in flight at that instant; at quiescence F+ = F- = 0
+ * and the compare functions are exact.  (A reader that loads A and then
+ * sums P also sees the adds that completed between its two reads.)  The
+ * cost on the fast path is an increment and a decrement-and-test of the
+ * preempt count (a per-CPU or per-task word, no atomic, no fence; a
+ * compiler barrier only without CONFIG_PREEMPT_COUNT); the single-CPU
+ * shape, which never carries, skips it.
+ *
  * Locking and memory ordering.  There are no locks.  Level-0 updates are
  * this_cpu_add_return(): atomic with respect to the local CPU (interrupts
- * and preemption included), and the carry is computed from the values of
- * that one read-modify-write, so migrating right after it is harmless:
- * any item of the next level may absorb a carry, the identity above does
- * not care which.  Items are updated with atomic_long_add_return_relaxed();
+ * included), and the carry is computed from the values of that one
+ * read-modify-write.  Which item of the next level absorbs a carry does
+ * not matter to the identity above; the CPU number only picks a nearby
+ * one.  Items are updated with atomic_long_add_return_relaxed();
  * each item's updates are totally ordered by coherence and each carry is
  * derived from one of them, which is all the identity needs.  Readers
  * order nothing: the approximate sum is one atomic read; the precise sum
@@ -279,7 +322,12 @@ static void pn_ctree_free_level0(unsigned long __percpu *level0)
  * Every tree starts at zero.  Release with pn_ctree_destroy_many() on the
  * same array.
  *
- * Context: Process context if @gfp may sleep; otherwise any context.
+ * Context: Process context if @gfp may sleep.  With GFP_ATOMIC or
+ * GFP_NOWAIT, any context in which a spinlock_t may be taken and kmalloc()
+ * called with that @gfp: the level-0 storage comes from pcpu_alloc.c,
+ * which takes a local_lock_t and a spinlock_t.  So never in NMI or under
+ * a raw_spinlock_t, and on PREEMPT_RT not with preemption or interrupts
+ * disabled (those locks sleep there).
  * Return: 0; -EINVAL for a bad @batch, @nr or @items, or before module init;
  * -ENOMEM if the per-CPU allocation fails.
  */
@@ -362,7 +410,9 @@ EXPORT_SYMBOL_GPL(pn_ctree_init);
  *
  * The items belong to the caller and are not touched.
  *
- * Context: Any context but NMI (level 0 goes back through pn_free_percpu()).
+ * Context: Level 0 goes back through pn_free_percpu(), which takes a
+ * local_lock_t and a spinlock_t: never in NMI or under a raw_spinlock_t,
+ * and on PREEMPT_RT not with preemption or interrupts disabled.
  */
 void pn_ctree_destroy_many(struct pn_ctree *counters, unsigned int nr)
 {
@@ -385,12 +435,15 @@ void pn_ctree_destroy(struct pn_ctree *counter)
 }
 EXPORT_SYMBOL_GPL(pn_ctree_destroy);
 
-/* Hand @carry (a nonzero multiple of T_0) up from level 1 to the root. */
+/*
+ * Hand @carry (a nonzero multiple of T_0) up from level 1 to the root.
+ * Preemption is disabled by the caller; the CPU number only picks items.
+ */
 static void pn_ctree_propagate(struct pn_ctree *c, unsigned long carry)
 {
 	const struct pn_ctree_topo *t = &pn_ctree_topo;
 	struct pn_ctree_item *level = c->items;
-	unsigned int cpu = raw_smp_processor_id();	/* locality hint only */
+	unsigned int cpu = smp_processor_id();
 	unsigned int order = c->batch_order, shift = 0, l;
 
 	for (l = 1; l < t->nr_levels; l++) {
@@ -422,22 +475,31 @@ static void pn_ctree_propagate(struct pn_ctree *c, unsigned long carry)
  *
  * One per-CPU add; the tree's atomics are touched only when the level-0
  * counter crosses a multiple of the batch size, and higher levels only
- * when their own thresholds are crossed.
+ * when their own thresholds are crossed.  The level-0 add and the carry
+ * propagation run with preemption disabled (no lock, at most nr_levels + 1
+ * atomics), so a preempted caller never holds a carry; only an interrupt
+ * on this CPU, or a descheduled vCPU, can keep the add in flight, which
+ * widens the accuracy range by at most |@inc| + T_top - 1 meanwhile (see
+ * "Adds in flight" in the essay at the top of this file).
  *
- * Context: Any context (the level-0 update is interrupt safe).
+ * Context: Any context, PREEMPT_RT included (the level-0 update is
+ * interrupt safe, the rest takes no lock).
  */
 void pn_ctree_add(struct pn_ctree *counter, long inc)
 {
 	unsigned long res, carry;
 
+	if (!counter->batch_order) {	/* one CPU: no tree, nothing to carry */
+		this_cpu_add(*counter->level0, inc);
+		return;
+	}
+	preempt_disable();
 	res = this_cpu_add_return(*counter->level0, inc);
-	if (!counter->batch_order)
-		return;		/* one CPU: no tree */
 	carry = pn_ctree_carry(res - inc, res, counter->batch_order,
 			       BITS_PER_LONG);
-	if (likely(!carry))
-		return;
-	pn_ctree_propagate(counter, carry);
+	if (unlikely(carry))
+		pn_ctree_propagate(counter, carry);
+	preempt_enable();
 }
 EXPORT_SYMBOL_GPL(pn_ctree_add);
 

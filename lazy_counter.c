@@ -12,12 +12,12 @@
  *   lazy mode                              upgraded
  *   +--------------------------+           +--------------------------+
  *   | local   (owner, plain)   |           | local   (frozen, summed) |
- *   | state = remote<<1 | 1    |  ------>  | state: bit0 = 0 (dead)   |
+ *   | state = remote << 1      |  ------>  | state: bit0 = 1 (dead)   |
  *   | slot  = NULL             |  upgrade  | slot  ---------------------+
  *   +--------------------------+           +--------------------------+ |
  *      add_local: local += a                 add_*: target add          |
  *      add_remote: fetch_add(state, 2a)                                 |
- *                                                                       v
+ *      (all three zero: lazy, value 0)                                  v
  *     lazy_group (one per upgraded array of N counters)
  *     +------------+------------------------------------------+
  *     | node, nr   | slot[0] | slot[1] | ... | slot[N-1]      |
@@ -26,28 +26,47 @@
  *     slot = { ops, group, base, ready, flat: { lock, count, pcpu } }
  *
  * Value of a counter:
- *   lazy:     local + decode(state)            decode(x) = x >> 1
- *   upgraded: local + slot->base + target value (flat: count + sum of
- *             the per-CPU s32 deltas)
+ *   lazy:      local + decode(state)           decode(x) = x >> 1
+ *   upgraded:  local + slot->base + target value (flat: count + sum of
+ *              the per-CPU s32 deltas)
+ *   destroyed: 0 (local = 0, bit 0 set, slot = NULL)
  *
- * Remote adds add 2a to @state, which never changes bit 0, so in lazy mode
- * a remote add is one atomic fetch-and-add, as cheap as atomic_long_add()
- * (a compare-and-exchange loop would collapse under contention).  The
- * remote total has 63 bits: [LAZY_COUNTER_REMOTE_MIN, _MAX].
+ * Encoding.  Bit 0 of @state (LAZY_COUNTER_UPGRADED) is clear in lazy
+ * mode and set once the counter is switched, so the all-zero counter is a
+ * lazy counter of value 0: zero-filled memory (kzalloc(), a memset()
+ * structure) is initialised, and lazy_counter_init_many(c, 0, n) stores
+ * exactly that.  Remote adds add 2a to @state, which never changes bit 0,
+ * so in lazy mode a remote add is one atomic fetch-and-add, as cheap as
+ * atomic_long_add() (a compare-and-exchange loop would collapse under
+ * contention).  The remote total has 63 bits: [LAZY_COUNTER_REMOTE_MIN,
+ * _MAX].
+ *
+ * Word sizes.  This is 64-bit only, and the build refuses anything else
+ * (Kconfig `depends on 64BIT`, Kbuild, and a static_assert below): @local
+ * is a long holding an s64 total, the remote total is 63 bits of a long,
+ * the flat target's central count is an s64 read with READ_ONCE(), and
+ * the API takes s64 amounts.  On a 32-bit kernel each of those would
+ * truncate or tear (31-bit remote totals, a 32-bit local word, two loads
+ * for one s64); making them correct would need 64-bit atomics on the
+ * remote word and tear-free 64-bit local reads, a cost on every add that
+ * the users this is for (rss_stat on 64-bit machines) would pay for
+ * nothing.
  *
  * Invariants.
  *  (I1) @local is written only by the owning context (add_local while it
- *       observes lazy mode).  It is never reset, not even by the upgrade,
+ *       observes lazy mode) and by destroy.  The upgrade never resets it,
  *       so an add_local that observed lazy mode just before the switch and
  *       stores afterwards is still counted.  That is why the upgrade
- *       needs no cooperation from the owner and may run from any
- *       sleepable context (another task, a workqueue).
- *  (I2) Bit 0 of @state goes from 1 to 0 at most once per counter (until
- *       destroy; exactly once if an upgrade succeeds), by one
- *       xchg(state, 0) issued after @slot was set.  The
- *       value the xchg returns is the remote total carried into
+ *       needs no cooperation from the owner and may run from any context
+ *       that may allocate (another task, a workqueue, a spinlocked
+ *       section with GFP_ATOMIC; see Contexts).
+ *  (I2) Bit 0 of @state goes from 0 to 1 at most once per counter before
+ *       destroy (exactly once if an upgrade succeeds), by one
+ *       xchg(state, LAZY_COUNTER_UPGRADED) issued after @slot was set.
+ *       The value the xchg returns is the remote total carried into
  *       slot->base, which is published (slot->ready, release) right after
- *       with interrupts off.
+ *       with interrupts off.  Destroy sets bit 0 too (the destroyed state:
+ *       bit 0 set, @slot NULL), when nobody uses the counter any more.
  *  (I3) Every allocation an upgrade needs (group, per-CPU storage) is
  *       made before the first counter is switched; a failure therefore
  *       leaves every counter of the array lazy and fully working.
@@ -63,15 +82,16 @@
  * add_remote() is a fetch_add on @state and the switch is an xchg on
  * @state; all RMWs of one location are totally ordered.  An add ordered
  * before the xchg is contained in the value the xchg returns, hence in
- * slot->base.  An add ordered after it returns a value with bit 0 clear
- * (the xchg stored 0 and adds never set bit 0), so the adder knows its
- * add landed in the dead word and repeats it on the target.  An adder that
- * already loads a clear bit 0 goes to the target directly.  Nothing falls
- * between, and the dead word's later contents are never read.
+ * slot->base.  An add ordered after it returns a value with bit 0 set
+ * (the xchg stored LAZY_COUNTER_UPGRADED and adds of even amounts never
+ * change bit 0), so the adder knows its add landed in the dead word and
+ * repeats it on the target.  An adder that already loads a set bit 0 goes
+ * to the target directly.  Nothing falls between, and the dead word's
+ * later contents are never read.
  * Publication: the upgrader fills the slot (ops, lock, pcpu pointer;
  * per-CPU storage comes zeroed) and stores @slot before the fully ordered
  * xchg; updaters and readers load @state with acquire (the fetch_add is
- * acquire too), so a clear bit 0 makes @slot and the slot's target fields
+ * acquire too), so a set bit 0 makes @slot and the slot's target fields
  * visible.  Only readers need slot->base: they wait for slot->ready
  * (acquire), which the upgrader sets a few instructions after the xchg
  * with interrupts off, so the wait is short and cannot be an interrupt
@@ -95,6 +115,8 @@
  * bound above, and that no group leaks or is freed twice; nine mutants
  * (no redirect, load+store instead of xchg, resetting @local, no wait for
  * ready, no claim cmpxchg, and four array-specific ones) each fail it.
+ * The model uses this file's encoding (state starts at 0, the switch
+ * stores LAZY_COUNTER_UPGRADED) and ends in the destroyed state.
  *
  * Compared with the RFC this follows (a percpu_counter whose pointer word
  * doubles as the tagged remote count, switched by xchg and with the local
@@ -111,6 +133,44 @@
  *    CPU-dead fold) against exact sums.  Nests inside lazy_flat_lock.
  *  - Upgrades of one array are serialised by I4, not by a lock.  Destroy
  *    requires that nobody else uses the array any more.
+ *
+ * Contexts.  Every step of an upgrade is atomic-safe: kzalloc(gfp) of the
+ * group; the target's storage from pcpu_alloc.c (pn_alloc_percpu_gfp()),
+ * which with a non-blocking gfp is served under a local_lock_t and a
+ * spinlock_t from its magazines, depot, chunks and reserve, else from
+ * __alloc_percpu_gfp(gfp) (the kernel's atomic path: pcpu_lock, a
+ * spinlock_t, no mutex), and kicks its refill work with queue_work();
+ * for the tree, one more kzalloc(gfp); the flat target's lazy_flat_lock
+ * (spinlock_t); the switch (an xchg and a release store with interrupts
+ * off); nothing waits for another CPU.  A losing or failing upgrade frees
+ * through the same locks (pn_free_percpu(), which may end in
+ * free_percpu(); kfree()).  So the upgrade runs wherever a spinlock_t may
+ * be taken and kmalloc(gfp) called:
+ *  - gfp that may block (GFP_KERNEL): process context, may sleep;
+ *  - GFP_ATOMIC or GFP_NOWAIT: also under a spinlock_t or local_lock_t,
+ *    in softirq context, in threaded interrupt handlers, and, on kernels
+ *    without PREEMPT_RT, with preemption or interrupts disabled and in
+ *    interrupt handlers that PREEMPT_RT would run in a thread;
+ *  - never in NMI or under a raw_spinlock_t (a bug on PREEMPT_RT, and
+ *    reported on every kernel by lockdep's PROVE_RAW_LOCK_NESTING), and,
+ *    on PREEMPT_RT, never with preemption or interrupts disabled or in a
+ *    hard interrupt handler: spinlock_t, local_lock_t and the slab
+ *    allocator sleep there.
+ * might_alloc(gfp) checks the first rule.  A non-blocking upgrade may fail
+ * with -ENOMEM where a sleeping one would succeed; the counters stay lazy
+ * and exact (I3).  Destroy of an upgraded array takes the same locks.
+ *
+ * Misuse.  Destroy leaves every counter in the destroyed state (value 0,
+ * bit 0 set, @slot NULL): the set bit sends every add and read to the
+ * out-of-line upgraded paths, which find no slot, count the use in
+ * lazy_counter_stats.misuse, WARN once per boot and do nothing (adds are
+ * dropped, reads return 0, an upgrade returns -EINVAL).  The lazy fast
+ * paths pay nothing for it; the upgraded ones one test of a pointer they
+ * load anyway.  A use racing with destroy is not caught (the group may be
+ * freed under it); the API forbids it.  The KUnit suite checks the count:
+ * a use made by the running KUnit test's own thread while it holds the
+ * named resource LAZY_COUNTER_KUNIT_MISUSE is counted without the WARN,
+ * because every WARN fails the test lanes.
  *
  * CPU hotplug.  The kernel's list of percpu_counters is not exported, so
  * the flat target has its own dead-CPU callback (a dynamic state in the
@@ -154,15 +214,25 @@
 #include <linux/overflow.h>
 #include <linux/percpu.h>
 #include <linux/percpu_counter.h>
+#include <linux/preempt.h>
 #include <linux/sched.h>
+#include <linux/sched/mm.h>
 #include <linux/slab.h>
 #include <linux/spinlock.h>
 #include <linux/workqueue.h>
+
+#if IS_ENABLED(CONFIG_KUNIT)
+#include <kunit/resource.h>
+#include <kunit/test-bug.h>
+#endif
 
 #include <pcpu_next/counter_tree.h>
 #include <pcpu_next/internal.h>
 #include <pcpu_next/lazy_counter.h>
 #include <pcpu_next/pcpu_alloc.h>
+
+/* See "Word sizes" above: @local and the remote word must hold an s64. */
+static_assert(BITS_PER_LONG == 64, "lazy_counter needs a 64-bit kernel");
 
 struct lazy_slot;
 struct lazy_group;
@@ -249,6 +319,7 @@ static atomic_long_t lazy_stat_auto_triggers;
 static atomic_long_t lazy_stat_auto_upgrades;
 static atomic_long_t lazy_stat_redirects;
 static atomic_long_t lazy_stat_injected;
+static atomic_long_t lazy_stat_misuse;
 
 /* Test hook: the n-th allocation step from now fails (0: none). */
 static atomic_t lazy_fail_countdown = ATOMIC_INIT(0);
@@ -301,6 +372,36 @@ static void lazy_pcpu_free(void __percpu *p)
 	pn_free_percpu(p);
 }
 
+/*
+ * Is the running KUnit test's own thread making this misuse on purpose?
+ * It says so by holding the named resource LAZY_COUNTER_KUNIT_MISUSE.
+ */
+static bool lazy_misuse_expected(void)
+{
+#if IS_ENABLED(CONFIG_KUNIT)
+	struct kunit *test = in_task() ? kunit_get_current_test() : NULL;
+	struct kunit_resource *res;
+
+	if (!test)
+		return false;
+	res = kunit_find_named_resource(test, LAZY_COUNTER_KUNIT_MISUSE);
+	if (!res)
+		return false;
+	kunit_put_resource(res);
+	return true;
+#else
+	return false;
+#endif
+}
+
+/* A destroyed counter was used (see Misuse above): count, WARN once. */
+static void lazy_misuse(const char *what)
+{
+	atomic_long_inc(&lazy_stat_misuse);
+	if (!lazy_misuse_expected())
+		WARN_ONCE(1, "lazy_counter: %s of a destroyed counter\n", what);
+}
+
 /* ---- flat target ------------------------------------------------------- */
 
 /**
@@ -309,6 +410,7 @@ static void lazy_pcpu_free(void __percpu *p)
  * The per-CPU delta stays below this in absolute value; it follows
  * percpu_counter_batch so that the comparison with percpu_counter is fair.
  *
+ * Context: Any context.
  * Return: the batch.
  */
 long lazy_counter_batch(void)
@@ -546,14 +648,20 @@ static int lazy_cpu_dead(unsigned int cpu)
 
 /*
  * The slot of a counter whose state was seen upgraded (acquire), with its
- * base valid.  The upgrader writes base with interrupts off right after
- * its xchg, so the wait lasts a few instructions, and a reader cannot be
- * an interrupt on the upgrader's CPU inside that window (NMI excepted).
+ * base valid; NULL for a destroyed counter (counted as misuse).  The
+ * upgrader writes base with interrupts off right after its xchg, so the
+ * wait lasts a few instructions, and a reader cannot be an interrupt on
+ * the upgrader's CPU inside that window (NMI excepted).
  */
-static struct lazy_slot *lazy_ready_slot(const struct lazy_counter *c)
+static struct lazy_slot *lazy_ready_slot(const struct lazy_counter *c,
+					 const char *what)
 {
 	struct lazy_slot *s = READ_ONCE(c->slot);
 
+	if (unlikely(!s)) {
+		lazy_misuse(what);
+		return NULL;
+	}
 	/* pairs with the release in lazy_switch(): base is valid after */
 	while (unlikely(!smp_load_acquire(&s->ready)))
 		cpu_relax();
@@ -562,11 +670,13 @@ static struct lazy_slot *lazy_ready_slot(const struct lazy_counter *c)
 
 /**
  * __lazy_counter_add_upgraded() - add to an upgraded counter
- * @c: the counter; bit 0 of its state was seen clear (acquire)
+ * @c: the counter; bit 0 of its state was seen set (acquire)
  * @amount: signed amount
  *
  * Out-of-line half of lazy_counter_add_local()/lazy_counter_add_remote().
- * Adds do not need the slot's base, so they never wait for it.
+ * Adds do not need the slot's base, so they never wait for it.  On a
+ * destroyed counter (no slot) the amount is dropped and the misuse
+ * counted.
  *
  * Context: Any context except NMI.
  */
@@ -574,6 +684,10 @@ void __lazy_counter_add_upgraded(const struct lazy_counter *c, s64 amount)
 {
 	struct lazy_slot *s = READ_ONCE(c->slot);
 
+	if (unlikely(!s)) {
+		lazy_misuse("add");
+		return;
+	}
 	if (likely(s->ops == &lazy_flat_ops))
 		lazy_flat_add(s, amount);
 	else
@@ -583,7 +697,7 @@ EXPORT_SYMBOL_GPL(__lazy_counter_add_upgraded);
 
 /**
  * __lazy_counter_add_redirected() - redo a remote add that hit a dead word
- * @c: the counter; its fetch-and-add returned a value with bit 0 clear
+ * @c: the counter; its fetch-and-add returned a value with bit 0 set
  * @amount: signed amount
  *
  * The rare race of lazy_counter_add_remote() with the switch: counted, so
@@ -600,31 +714,33 @@ EXPORT_SYMBOL_GPL(__lazy_counter_add_redirected);
 
 /**
  * __lazy_counter_read_upgraded() - fast value of an upgraded counter
- * @c: the counter; bit 0 of its state was seen clear (acquire)
+ * @c: the counter; bit 0 of its state was seen set (acquire)
  *
  * Context: Any context except NMI.
- * Return: the target's approximate value plus the carried remote total.
+ * Return: the target's approximate value plus the carried remote total;
+ * 0 for a destroyed counter (counted as misuse).
  */
 s64 __lazy_counter_read_upgraded(const struct lazy_counter *c)
 {
-	struct lazy_slot *s = lazy_ready_slot(c);
+	struct lazy_slot *s = lazy_ready_slot(c, "read");
 
-	return s->base + s->ops->read(s);
+	return s ? s->base + s->ops->read(s) : 0;
 }
 EXPORT_SYMBOL_GPL(__lazy_counter_read_upgraded);
 
 /**
  * __lazy_counter_sum_upgraded() - exact value of an upgraded counter
- * @c: the counter; bit 0 of its state was seen clear (acquire)
+ * @c: the counter; bit 0 of its state was seen set (acquire)
  *
  * Context: Any context except NMI.
- * Return: the target's exact value plus the carried remote total.
+ * Return: the target's exact value plus the carried remote total; 0 for a
+ * destroyed counter (counted as misuse).
  */
 s64 __lazy_counter_sum_upgraded(const struct lazy_counter *c)
 {
-	struct lazy_slot *s = lazy_ready_slot(c);
+	struct lazy_slot *s = lazy_ready_slot(c, "sum");
 
-	return s->base + s->ops->sum(s);
+	return s ? s->base + s->ops->sum(s) : 0;
 }
 EXPORT_SYMBOL_GPL(__lazy_counter_sum_upgraded);
 
@@ -632,9 +748,9 @@ EXPORT_SYMBOL_GPL(__lazy_counter_sum_upgraded);
 
 /*
  * Switch one counter whose c->slot is already @s (I2): the xchg takes the
- * remote total and clears bit 0 in one step; base is published right
- * after, with interrupts off so that no reader waiting for it can run on
- * this CPU in between.
+ * remote total and sets bit 0 in one step; base is published right after,
+ * with interrupts off so that no reader waiting for it can run on this
+ * CPU in between.
  */
 static void lazy_switch(struct lazy_counter *c, struct lazy_slot *s)
 {
@@ -642,11 +758,11 @@ static void lazy_switch(struct lazy_counter *c, struct lazy_slot *s)
 	long old;
 
 	local_irq_save(flags);
-	old = atomic_long_xchg(&c->state, 0);
+	old = atomic_long_xchg(&c->state, LAZY_COUNTER_UPGRADED);
 	s->base = __lazy_counter_decode(old);
 	smp_store_release(&s->ready, 1);	/* base before ready */
 	local_irq_restore(flags);
-	WARN_ON_ONCE(!(old & LAZY_COUNTER_LAZY));
+	WARN_ON_ONCE(old & LAZY_COUNTER_UPGRADED);
 }
 
 static void lazy_group_free(struct lazy_group *g)
@@ -659,9 +775,11 @@ static void lazy_group_free(struct lazy_group *g)
 /**
  * lazy_counter_upgrade_many() - move an array of counters to per-CPU storage
  * @c: the array, initialised by lazy_counter_init_many() with the same @nr
+ *     (or zero-filled)
  * @nr: number of counters
  * @target: the kind of per-CPU counter to become
- * @gfp: allocation flags (GFP_KERNEL, possibly with __GFP_ACCOUNT)
+ * @gfp: allocation flags: GFP_KERNEL (possibly with __GFP_ACCOUNT), or
+ *	 GFP_ATOMIC / GFP_NOWAIT where the caller cannot sleep
  *
  * One group allocation and one per-CPU allocation serve all @nr counters.
  * Updaters keep running during the upgrade; no update is lost (see the
@@ -674,10 +792,17 @@ static void lazy_group_free(struct lazy_group *g)
  * call returns, and the array must not be destroyed while an upgrade is
  * in flight.  Updates and sums stay exact meanwhile.
  *
- * Context: Process context, may sleep; no spinlock held.
+ * Context: Process context, may sleep, if @gfp may block.  With
+ * GFP_ATOMIC or GFP_NOWAIT, wherever a spinlock_t may be taken and
+ * kmalloc(@gfp) called: also under a spinlock_t or local_lock_t, in
+ * softirq context, and, without PREEMPT_RT, with preemption or interrupts
+ * disabled; never in NMI, under a raw_spinlock_t, or (PREEMPT_RT) with
+ * preemption or interrupts disabled.  See "Contexts" in the essay at the
+ * top of this file.
  * Return: 0 if the array is (being) upgraded; -EINVAL for a bad @nr or
- * @target; -ENOMEM if an allocation failed, in which case every counter is
- * still lazy and fully working.
+ * @target, or a destroyed array (counted as misuse); -ENOMEM if an
+ * allocation failed (more likely with a non-blocking @gfp), in which case
+ * every counter is still lazy and fully working.
  */
 int lazy_counter_upgrade_many(struct lazy_counter *c, unsigned int nr,
 			      enum lazy_counter_target target, gfp_t gfp)
@@ -687,12 +812,19 @@ int lazy_counter_upgrade_many(struct lazy_counter *c, unsigned int nr,
 	unsigned int i;
 	int ret;
 
-	might_sleep();
+	might_alloc(gfp);
 	if (!nr || target >= LAZY_COUNTER_NR_TARGETS || !lazy_targets[target])
 		return -EINVAL;
 	ops = lazy_targets[target];
-	/* already upgraded, or claimed by an upgrade in progress */
-	if (!lazy_counter_is_lazy(&c[0]) || READ_ONCE(c[0].slot))
+	/* already upgraded (slot set before the switch), or destroyed */
+	if (!lazy_counter_is_lazy(&c[0])) {
+		if (likely(READ_ONCE(c[0].slot)))
+			return 0;
+		lazy_misuse("upgrade");
+		return -EINVAL;
+	}
+	/* claimed by an upgrade in progress */
+	if (READ_ONCE(c[0].slot))
 		return 0;
 
 	g = lazy_should_fail() ? NULL :
@@ -738,20 +870,19 @@ EXPORT_SYMBOL_GPL(lazy_counter_upgrade_many);
  * @nr: number of counters, as given to lazy_counter_init_many()
  *
  * Out-of-line half of lazy_counter_destroy_many().  The counters are left
- * in a state that later adds trip over (upgraded mode, no slot), and a
- * second destroy is a no-op.
+ * in the destroyed state (value 0, bit 0 set, no slot), which later uses
+ * trip over harmlessly (see Misuse at the top of this file), and a second
+ * destroy is a no-op.
  *
- * Context: Any context except NMI.
+ * Context: As lazy_counter_upgrade_many() with a non-blocking gfp.
  */
 void __lazy_counter_destroy_upgraded(struct lazy_counter *c, unsigned int nr)
 {
 	struct lazy_slot *s = c[0].slot;
 	unsigned int i;
 
-	for (i = 0; i < nr; i++) {
-		atomic_long_set(&c[i].state, 0);
-		c[i].slot = NULL;
-	}
+	for (i = 0; i < nr; i++)
+		__lazy_counter_mark_destroyed(&c[i]);
 	WARN_ON_ONCE(s->group->nr != nr || s != &s->group->slot[0]);
 	lazy_group_free(s->group);
 }
@@ -872,8 +1003,8 @@ u64 lazy_counter_read_slack(const struct lazy_counter *c)
 
 	if (lazy_counter_is_lazy(c))
 		return 0;
-	s = lazy_ready_slot(c);
-	return s->ops->slack(s);
+	s = lazy_ready_slot(c, "read_slack");
+	return s ? s->ops->slack(s) : 0;
 }
 
 /**
@@ -893,6 +1024,7 @@ void lazy_counter_get_stats(struct lazy_counter_stats *st)
 	st->auto_triggers = atomic_long_read(&lazy_stat_auto_triggers);
 	st->auto_upgrades = atomic_long_read(&lazy_stat_auto_upgrades);
 	st->redirects = atomic_long_read(&lazy_stat_redirects);
+	st->misuse = atomic_long_read(&lazy_stat_misuse);
 }
 EXPORT_SYMBOL_GPL(lazy_counter_get_stats);
 

@@ -9,9 +9,14 @@
  */
 
 #include <kunit/test.h>
+#include <linux/completion.h>
 #include <linux/cpumask.h>
+#include <linux/delay.h>
+#include <linux/kthread.h>
+#include <linux/ktime.h>
 #include <linux/limits.h>
 #include <linux/log2.h>
+#include <linux/sched.h>
 #include <linux/slab.h>
 
 #include <pcpu_next/counter_tree.h>
@@ -563,6 +568,247 @@ static void pn_ct_threads_pinned(struct kunit *test)
 	KUNIT_EXPECT_GT(test, m->reads, 0UL);
 }
 
+/* ---- a preempted adder holds no carry ---- */
+
+#define PN_CT_HOG_MIN_BURSTS	24
+#define PN_CT_HOG_MAX_BURSTS	200
+#define PN_CT_HOG_WANT_SEEN	12	/* bursts the reader should read in */
+#define PN_CT_HOG_SPIN_US	5000
+#define PN_CT_HOG_GAP_US	3000
+#define PN_CT_HOG_LIMIT_MS	4000
+
+/**
+ * struct pn_ct_hog - shared state of pn_ct_preempted_adder
+ * @tree: the tree under test
+ * @inc: the adder's increment: its carry is far beyond the range
+ * @under: @tree's accuracy below the precise sum
+ * @over: @tree's accuracy above it
+ * @seq: 2 * burst + 1 while the hog spins in that burst, even otherwise
+ * @ready: adder and reader running (the hog waits for both)
+ * @stop: set by the test once the hog is done
+ * @clean: per burst, the hog kept its CPU for the whole spin (hog only)
+ * @read_in: per burst, the reader completed a read inside it (reader only)
+ * @bad: per burst, such a read broke the range (reader only)
+ * @seen: bursts in @read_in (reader writes, hog reads)
+ * @bursts: bursts the hog ran
+ * @burst_reads: reads inside a burst (reader only)
+ * @worst: the largest P - A of a read that broke the range (reader only)
+ * @pairs: +@inc/-@inc pairs the adder made (adder only)
+ * @hog_done: the hog finished its bursts
+ */
+struct pn_ct_hog {
+	struct pn_ctree *tree;
+	long inc;
+	unsigned long under, over;
+	unsigned int seq;
+	atomic_t ready;
+	bool stop;
+	bool clean[PN_CT_HOG_MAX_BURSTS];
+	bool read_in[PN_CT_HOG_MAX_BURSTS];
+	bool bad[PN_CT_HOG_MAX_BURSTS];
+	unsigned int seen;
+	unsigned int bursts;
+	unsigned long burst_reads;
+	long worst;
+	u64 pairs;
+	struct completion hog_done;
+};
+
+struct pn_ct_hog_thread {
+	struct task_struct *task;
+	int (*fn)(struct pn_ct_hog *h);
+	struct pn_ct_hog *h;
+};
+
+static int pn_ct_hog_thread_main(void *data)
+{
+	struct pn_ct_hog_thread *t = data;
+	int ret = t->fn(t->h);
+
+	set_current_state(TASK_INTERRUPTIBLE);
+	while (!kthread_should_stop()) {
+		schedule();
+		set_current_state(TASK_INTERRUPTIBLE);
+	}
+	__set_current_state(TASK_RUNNING);
+	return ret;
+}
+
+/* Normal priority: +inc then -inc, every add carrying up to the root. */
+static int pn_ct_hog_adder(struct pn_ct_hog *h)
+{
+	u64 n = 0;
+
+	atomic_inc(&h->ready);
+	while (!READ_ONCE(h->stop)) {
+		pn_ctree_add(h->tree, h->inc);
+		pn_ctree_add(h->tree, -h->inc);
+		if (!(++n & 255))
+			cond_resched();
+	}
+	h->pairs = n;
+	return 0;
+}
+
+/*
+ * SCHED_FIFO on the adder's CPU: sleep a few ms (the adder runs), then
+ * spin for PN_CT_HOG_SPIN_US (the adder is preempted wherever it was).
+ * A burst is clean if the hog was never switched out during its spin: then
+ * the adder did not run at all in it.
+ */
+static int pn_ct_hog_hog(struct pn_ct_hog *h)
+{
+	u64 end = ktime_get_ns() + PN_CT_HOG_LIMIT_MS * NSEC_PER_MSEC;
+	unsigned int i;
+
+	sched_set_fifo(current);
+	while (atomic_read(&h->ready) < 2 && ktime_get_ns() < end)
+		usleep_range(100, 200);
+	for (i = 0; i < PN_CT_HOG_MAX_BURSTS && ktime_get_ns() < end; i++) {
+		unsigned long sw;
+		u64 t;
+
+		if (i >= PN_CT_HOG_MIN_BURSTS &&
+		    READ_ONCE(h->seen) >= PN_CT_HOG_WANT_SEEN)
+			break;
+		usleep_range(PN_CT_HOG_GAP_US, PN_CT_HOG_GAP_US + 1000);
+		sw = current->nvcsw + current->nivcsw;
+		/* odd: burst i; pairs with the reader's acquire */
+		smp_store_release(&h->seq, 2 * i + 1);
+		t = ktime_get_ns() + PN_CT_HOG_SPIN_US * NSEC_PER_USEC;
+		while (ktime_get_ns() < t)
+			cpu_relax();
+		h->clean[i] = current->nvcsw + current->nivcsw == sw;
+		/* even: burst over; pairs with the reader's smp_rmb() */
+		smp_store_release(&h->seq, 2 * i + 2);
+	}
+	h->bursts = i;
+	complete(&h->hog_done);
+	return 0;
+}
+
+/*
+ * Another CPU: approx and precise sum, attributed to a burst when the
+ * burst number is odd and the same before and after both reads (the
+ * acquire/rmb pair of a seqcount reader; the adder's stores before it
+ * was switched out are ordered before the hog's odd store by the context
+ * switch, its stores after the burst after the hog's even store).
+ */
+static int pn_ct_hog_reader(struct pn_ct_hog *h)
+{
+	unsigned int last = 0, s1, s2;
+	unsigned long n = 0;
+
+	atomic_inc(&h->ready);
+	while (!READ_ONCE(h->stop)) {
+		long a, p;
+
+		s1 = smp_load_acquire(&h->seq);	/* the sums after seq */
+		a = pn_ctree_approx_sum(h->tree);
+		p = pn_ctree_precise_sum(h->tree);
+		smp_rmb();	/* the sums before the second load of seq */
+		s2 = READ_ONCE(h->seq);
+		if ((s1 & 1) && s1 == s2) {
+			unsigned int b = s1 / 2;
+
+			h->burst_reads++;
+			h->read_in[b] = true;
+			if (s1 != last) {
+				last = s1;
+				WRITE_ONCE(h->seen, h->seen + 1);
+			}
+			if ((a < p && (unsigned long)(p - a) > h->under) ||
+			    (a > p && (unsigned long)(a - p) > h->over)) {
+				h->bad[b] = true;
+				if (abs(p - a) > abs(h->worst))
+					h->worst = p - a;
+			}
+		}
+		if (!(++n & 1023))
+			cond_resched();
+	}
+	return 0;
+}
+
+/*
+ * A task preempted between its level-0 add and the carry propagation
+ * must not hold the carry.  The adder's every add carries about
+ * 8 * (under + over + 2^order * batch); a SCHED_FIFO hog on its CPU
+ * preempts it every few ms for PN_CT_HOG_SPIN_US; a reader on another CPU
+ * compares approx with precise.  During a clean burst the adder is off
+ * its CPU, so the tree is quiescent and the range must hold exactly: no
+ * timing heuristic, no allowance.  Interrupts and host scheduling of the
+ * vCPUs cannot cause a report either, since neither lets the adder run
+ * while the hog spins.  Without preemption disabled across the add, the
+ * hog lands between the two halves of an add in a good share of the
+ * bursts (on a preemptible kernel), and every read of such a burst finds
+ * approx off by about inc.  On a kernel without preemption the hog only
+ * runs at the adder's cond_resched(), and the case passes either way.
+ */
+static void pn_ct_preempted_adder(struct kunit *test)
+{
+	const struct pn_ctree_topo *t = pn_ctree_topology();
+	unsigned int acpu, rcpu, i, nclean = 0, nseen = 0, nbad = 0, nbad_all = 0;
+	struct pn_ct_hog_thread th[3];
+	struct pn_ct_hog *h;
+	const unsigned long batch = 4;
+
+	if (!t->nr_levels)
+		kunit_skip(test, "one CPU id: no carries");
+	if (num_online_cpus() < 2)
+		kunit_skip(test, "needs two online CPUs");
+	h = kunit_kzalloc(test, sizeof(*h), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, h);
+	h->tree = pn_ct_new(test, 1, batch);
+	h->under = h->tree->under;
+	h->over = h->tree->over;
+	h->inc = 8 * (long)(h->under + h->over + (batch << t->order)) + 1;
+	init_completion(&h->hog_done);
+	acpu = cpumask_last(cpu_online_mask);
+	rcpu = cpumask_first(cpu_online_mask);
+
+	th[0] = (struct pn_ct_hog_thread){ .fn = pn_ct_hog_adder, .h = h };
+	th[1] = (struct pn_ct_hog_thread){ .fn = pn_ct_hog_hog, .h = h };
+	th[2] = (struct pn_ct_hog_thread){ .fn = pn_ct_hog_reader, .h = h };
+	for (i = 0; i < 3; i++) {
+		th[i].task = kthread_create_on_cpu(pn_ct_hog_thread_main, &th[i],
+						   i == 2 ? rcpu : acpu,
+						   "pn_ct_hog/%u");
+		if (IS_ERR(th[i].task)) {
+			while (i--)
+				kthread_stop(th[i].task);	/* never woken */
+			KUNIT_FAIL(test, "kthread_create_on_cpu() failed");
+			return;
+		}
+	}
+	for (i = 0; i < 3; i++)
+		wake_up_process(th[i].task);
+	wait_for_completion(&h->hog_done);
+	WRITE_ONCE(h->stop, true);
+	for (i = 0; i < 3; i++)
+		KUNIT_EXPECT_EQ(test, kthread_stop(th[i].task), 0);
+
+	for (i = 0; i < h->bursts; i++) {
+		nbad_all += h->bad[i];
+		if (!h->clean[i])
+			continue;
+		nclean++;
+		nseen += h->read_in[i];
+		nbad += h->bad[i];
+	}
+	kunit_info(test, "CPU %u: %u bursts, %u clean, %u read in, %lu reads, %llu add pairs; range -%lu..+%lu, inc %ld\n",
+		   acpu, h->bursts, nclean, nseen, h->burst_reads, h->pairs,
+		   h->under, h->over, h->inc);
+	KUNIT_EXPECT_EQ_MSG(test, nbad, 0U,
+			    "approx - precise = %ld while the adder was off its CPU (range -%lu..+%lu): a preempted add held its carry (%u of %u bursts, %u counting unclean ones)",
+			    -h->worst, h->under, h->over, nbad, nseen, nbad_all);
+	/* The case proves nothing unless the reader read inside some burst. */
+	KUNIT_EXPECT_GT(test, nseen, 0U);
+	KUNIT_EXPECT_GT(test, h->pairs, 0ULL);
+	/* Every add was paired: quiescent now, exactly zero. */
+	pn_ct_check(test, h->tree, 0);
+}
+
 static int pn_ct_suite_init(struct kunit_suite *suite)
 {
 	/* Module init chose the topology before the suites run. */
@@ -583,6 +829,7 @@ static struct kunit_case pn_ct_cases[] = {
 	KUNIT_CASE(pn_ct_init_many_independent),
 	KUNIT_CASE(pn_ct_compare_edges),
 	KUNIT_CASE(pn_ct_threads_pinned),
+	KUNIT_CASE(pn_ct_preempted_adder),
 	{}
 };
 

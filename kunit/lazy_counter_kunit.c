@@ -8,14 +8,18 @@
  * doubled group, or an upgrade that does not happen fails the case.
  */
 
+#include <kunit/resource.h>
 #include <kunit/test.h>
 #include <linux/completion.h>
 #include <linux/cpumask.h>
 #include <linux/delay.h>
 #include <linux/kthread.h>
+#include <linux/panic.h>
+#include <linux/preempt.h>
 #include <linux/sched.h>
 #include <linux/sched/task.h>
 #include <linux/slab.h>
+#include <linux/spinlock.h>
 #include <linux/workqueue.h>
 
 #include <pcpu_next/lazy_counter.h>
@@ -536,7 +540,7 @@ static void lazy_redirect_test(struct kunit *test)
 
 		/* the adder's fetch-and-add, after the switch */
 		old = atomic_long_fetch_add_acquire(7L << 1, &c.state);
-		KUNIT_EXPECT_FALSE(test, old & LAZY_COUNTER_LAZY);
+		KUNIT_EXPECT_TRUE(test, old & LAZY_COUNTER_UPGRADED);
 		KUNIT_EXPECT_FALSE(test, lazy_counter_is_lazy(&c));
 		__lazy_counter_add_redirected(&c, 7);
 
@@ -680,6 +684,226 @@ static void lazy_auto_upgrade_test(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, s1.live_groups, s0.live_groups);
 }
 
+/*
+ * Zero-filled memory is a lazy counter of value 0: kzalloc() and memset()
+ * counters take local and remote adds, sum exactly and upgrade to both
+ * targets without lazy_counter_init_many(), and init_many(c, 0, n) writes
+ * exactly those bytes.  With the old encoding (bit 0 set meaning lazy) a
+ * zero state read as upgraded and the first add dereferenced a NULL slot.
+ */
+static void lazy_zero_filled_test(struct kunit *test)
+{
+	enum lazy_counter_target target;
+	struct lazy_counter *c, zero, ref;
+	unsigned int i;
+
+	memset(&zero, 0, sizeof(zero));
+	memset(&ref, 0x5a, sizeof(ref));
+	lazy_counter_init_many(&ref, 0, 1);
+	KUNIT_EXPECT_EQ(test, memcmp(&ref, &zero, sizeof(zero)), 0);
+	KUNIT_EXPECT_TRUE(test, lazy_counter_is_lazy(&zero));
+	KUNIT_EXPECT_EQ(test, lazy_counter_sum(&zero), 0);
+	KUNIT_EXPECT_EQ(test, lazy_counter_read(&zero), 0);
+	lazy_counter_add_local(&zero, 5);
+	lazy_counter_add_remote(&zero, -7);
+	KUNIT_EXPECT_EQ(test, lazy_counter_sum(&zero), -2);
+	KUNIT_EXPECT_EQ(test, lazy_counter_sum_local(&zero), -2);
+	KUNIT_EXPECT_EQ(test, lazy_counter_read_slack(&zero), 0ULL);
+	lazy_counter_destroy_many(&zero, 1);
+
+	for (target = 0; target < LAZY_COUNTER_NR_TARGETS; target++) {
+		c = kunit_kzalloc(test, LK_NR * sizeof(*c), GFP_KERNEL);
+		KUNIT_ASSERT_NOT_NULL(test, c);
+		for (i = 0; i < LK_NR; i++) {
+			KUNIT_EXPECT_TRUE(test, lazy_counter_is_lazy(&c[i]));
+			KUNIT_EXPECT_EQ(test, lazy_counter_sum(&c[i]), 0);
+			lazy_counter_add_local(&c[i], 10 * (s64)i);
+			lazy_counter_add_remote(&c[i], 3);
+			KUNIT_EXPECT_EQ(test, lazy_counter_sum(&c[i]),
+					10 * (s64)i + 3);
+			KUNIT_EXPECT_EQ(test, lazy_counter_read(&c[i]),
+					10 * (s64)i + 3);
+		}
+		KUNIT_ASSERT_EQ(test, lk_upgrade_to(c, LK_NR, target), 0);
+		for (i = 0; i < LK_NR; i++) {
+			KUNIT_EXPECT_FALSE(test, lazy_counter_is_lazy(&c[i]));
+			lazy_counter_add_local(&c[i], 1);
+			lazy_counter_add_remote(&c[i], -2);
+			KUNIT_EXPECT_EQ(test, lazy_counter_sum(&c[i]),
+					10 * (s64)i + 2);
+		}
+		lazy_counter_destroy_many(c, LK_NR);
+	}
+}
+
+/* Hold LAZY_COUNTER_KUNIT_MISUSE: this thread's misuse is not WARNed. */
+static void lk_expect_misuse(struct kunit *test)
+{
+	struct kunit_resource *res = kunit_kzalloc(test, sizeof(*res),
+						   GFP_KERNEL);
+
+	KUNIT_ASSERT_NOT_NULL(test, res);
+	KUNIT_ASSERT_EQ(test, kunit_add_named_resource(test, NULL, NULL, res,
+						       LAZY_COUNTER_KUNIT_MISUSE,
+						       NULL), 0);
+}
+
+/*
+ * Every use of a destroyed counter, upgraded or lazy when destroyed: no
+ * crash, adds dropped, reads 0, upgrade -EINVAL, each counted once as
+ * misuse; destroying again is silent; init_many revives the counters.
+ * The WARN is silenced for this thread (the lanes fail on any WARN); the
+ * count is what is checked.  Before the destroyed state existed, the
+ * first add after destroy dereferenced a NULL slot.
+ */
+static void lazy_use_after_destroy_test(struct kunit *test)
+{
+	struct lazy_counter_stats s0, s1;
+	struct lazy_counter c[LK_NR];
+	unsigned int round, i;
+
+	lk_expect_misuse(test);
+	for (round = 0; round < 3; round++) {
+		/* 0: flat, 1: tree, 2: never upgraded */
+		lazy_counter_init_many(c, 100, LK_NR);
+		lazy_counter_add_remote(&c[1], 5);
+		if (round < 2)
+			KUNIT_ASSERT_EQ(test, lk_upgrade_to(c, LK_NR, round), 0);
+		lazy_counter_destroy_many(c, LK_NR);
+
+		lazy_counter_get_stats(&s0);
+		for (i = 0; i < LK_NR; i++) {
+			KUNIT_EXPECT_FALSE(test, lazy_counter_is_lazy(&c[i]));
+			lazy_counter_add_local(&c[i], 1);		/* 1 */
+			lazy_counter_add_remote(&c[i], 2);		/* 2 */
+			KUNIT_EXPECT_EQ(test, lazy_counter_sum(&c[i]), 0);	/* 3 */
+			KUNIT_EXPECT_EQ(test, lazy_counter_read(&c[i]), 0);	/* 4 */
+			KUNIT_EXPECT_EQ(test, lazy_counter_sum_local(&c[i]), 0); /* 5 */
+			KUNIT_EXPECT_EQ(test, lazy_counter_read_positive(&c[i]), 0); /* 6 */
+		}
+		KUNIT_EXPECT_EQ(test, lk_upgrade(c, LK_NR), -EINVAL);	/* +1 */
+		lazy_counter_get_stats(&s1);
+		KUNIT_EXPECT_EQ(test, s1.misuse - s0.misuse, 6ULL * LK_NR + 1);
+		KUNIT_EXPECT_EQ(test, s1.live_groups, s0.live_groups);
+		KUNIT_EXPECT_EQ(test, s1.upgrade_failures, s0.upgrade_failures);
+
+		/* destroying again is a no-op, not a misuse */
+		lazy_counter_destroy_many(c, LK_NR);
+		lazy_counter_get_stats(&s0);
+		KUNIT_EXPECT_EQ(test, s0.misuse, s1.misuse);
+		KUNIT_EXPECT_EQ(test, s0.live_groups, s1.live_groups);
+
+		/* init makes them counters again */
+		lazy_counter_init_many(c, -4, LK_NR);
+		for (i = 0; i < LK_NR; i++) {
+			lazy_counter_add_remote(&c[i], 1);
+			KUNIT_EXPECT_EQ(test, lazy_counter_sum(&c[i]), -3);
+		}
+		KUNIT_EXPECT_EQ(test, lk_upgrade(c, LK_NR), 0);
+		KUNIT_EXPECT_EQ(test, lazy_counter_sum(&c[LK_NR - 1]), -3);
+		lazy_counter_destroy_many(c, LK_NR);
+		lazy_counter_get_stats(&s1);
+		KUNIT_EXPECT_EQ(test, s1.misuse, s0.misuse);
+	}
+}
+
+/* How a non-sleeping upgrade is wrapped; PREEMPT_RT only allows a lock. */
+enum lk_atomic_ctx {
+	LK_SPINLOCK,		/* spinlock_t held (valid on PREEMPT_RT too) */
+	LK_SPINLOCK_IRQ,	/* spin_lock_irqsave() (!PREEMPT_RT) */
+	LK_PREEMPT_OFF,		/* preempt_disable() (!PREEMPT_RT) */
+	LK_NR_CTX,
+};
+
+static DEFINE_SPINLOCK(lk_atomic_lock);
+
+static int lk_upgrade_atomic(struct lazy_counter *c, unsigned int nr,
+			     enum lazy_counter_target target, gfp_t gfp,
+			     enum lk_atomic_ctx ctx)
+{
+	unsigned long flags;
+	int ret;
+
+	switch (ctx) {
+	case LK_SPINLOCK:
+		spin_lock(&lk_atomic_lock);
+		ret = lazy_counter_upgrade_many(c, nr, target, gfp);
+		spin_unlock(&lk_atomic_lock);
+		break;
+	case LK_SPINLOCK_IRQ:
+		spin_lock_irqsave(&lk_atomic_lock, flags);
+		ret = lazy_counter_upgrade_many(c, nr, target, gfp);
+		spin_unlock_irqrestore(&lk_atomic_lock, flags);
+		break;
+	default:
+		preempt_disable();
+		ret = lazy_counter_upgrade_many(c, nr, target, gfp);
+		preempt_enable();
+		break;
+	}
+	return ret;
+}
+
+/*
+ * Upgrades with GFP_ATOMIC and GFP_NOWAIT in atomic context, both targets:
+ * under a spinlock_t (every kernel), and on kernels without PREEMPT_RT
+ * also with interrupts or preemption disabled.  Each either succeeds or
+ * fails cleanly with -ENOMEM (counters lazy and exact), and none may make
+ * a "sleeping function called from invalid context" report: that report
+ * taints the kernel with TAINT_WARN, which is checked when the kernel was
+ * not tainted before (the debug kernels have DEBUG_ATOMIC_SLEEP, where
+ * the old might_sleep() in the upgrade made exactly that report).  A
+ * GFP_KERNEL upgrade and destroy on the same CPU first leaves storage of
+ * the right size in this CPU's caches, so success is the usual outcome.
+ */
+static void lazy_atomic_upgrade_test(struct kunit *test)
+{
+	static const gfp_t gfps[] = { GFP_ATOMIC, GFP_NOWAIT };
+	bool tainted = test_taint(TAINT_WARN);
+	unsigned int nctx = IS_ENABLED(CONFIG_PREEMPT_RT) ? 1 : LK_NR_CTX;
+	unsigned int ctx, k, i, ok = 0, nomem = 0;
+	enum lazy_counter_target target;
+	struct lazy_counter c[LK_NR];
+	int ret;
+
+	for (target = 0; target < LAZY_COUNTER_NR_TARGETS; target++) {
+		for (ctx = 0; ctx < nctx; ctx++) {
+			for (k = 0; k < ARRAY_SIZE(gfps); k++) {
+				migrate_disable();
+				lazy_counter_init_many(c, 0, LK_NR);
+				if (!lk_upgrade_to(c, LK_NR, target))
+					lazy_counter_destroy_many(c, LK_NR);
+				lazy_counter_init_many(c, 50, LK_NR);
+				lazy_counter_add_remote(&c[0], 7);
+				ret = lk_upgrade_atomic(c, LK_NR, target,
+							gfps[k], ctx);
+				migrate_enable();
+
+				KUNIT_EXPECT_TRUE_MSG(test, !ret || ret == -ENOMEM,
+						      "target %d ctx %u gfp %u: %d",
+						      target, ctx, k, ret);
+				ok += !ret;
+				nomem += ret == -ENOMEM;
+				for (i = 0; i < LK_NR; i++) {
+					KUNIT_EXPECT_EQ(test,
+							lazy_counter_is_lazy(&c[i]),
+							ret != 0);
+					lazy_counter_add_local(&c[i], 1);
+					lazy_counter_add_remote(&c[i], 2);
+					KUNIT_EXPECT_EQ(test, lazy_counter_sum(&c[i]),
+							53 + (i ? 0 : 7));
+				}
+				lazy_counter_destroy_many(c, LK_NR);
+			}
+		}
+	}
+	kunit_info(test, "non-sleeping upgrades: %u succeeded, %u -ENOMEM\n",
+		   ok, nomem);
+	if (!tainted)
+		KUNIT_EXPECT_FALSE_MSG(test, test_taint(TAINT_WARN),
+				       "the kernel reported a problem (TAINT_WARN) during the non-sleeping upgrades");
+}
+
 static struct kunit_case lazy_counter_cases[] = {
 	KUNIT_CASE(lazy_exact_test),
 	KUNIT_CASE(lazy_remote_kthreads_test),
@@ -694,6 +918,9 @@ static struct kunit_case lazy_counter_cases[] = {
 	KUNIT_CASE(lazy_inject_failure_test),
 	KUNIT_CASE(lazy_concurrent_upgrade_test),
 	KUNIT_CASE(lazy_auto_upgrade_test),
+	KUNIT_CASE(lazy_zero_filled_test),
+	KUNIT_CASE(lazy_use_after_destroy_test),
+	KUNIT_CASE(lazy_atomic_upgrade_test),
 	{}
 };
 

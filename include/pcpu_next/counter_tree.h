@@ -7,6 +7,11 @@
  * Accuracy convention, at quiescence (no add in flight):
  *
  *	precise - under <= approx <= precise + over
+ *
+ * An add in flight (between its level-0 add and the end of its carry
+ * propagation, which run with preemption disabled) widens this by at most
+ * |inc| + T_top - 1 until it completes; see "Adds in flight" in
+ * counter_tree.c.
  */
 #ifndef _PCPU_NEXT_COUNTER_TREE_H
 #define _PCPU_NEXT_COUNTER_TREE_H
@@ -99,7 +104,8 @@ void pn_ctree_set(struct pn_ctree *counter, long v);
  *
  * Context: Any context.
  * Return: a value within the counter's accuracy range of the precise sum
- * (at quiescence; adds in flight may be missing).
+ * at quiescence; an add in flight on some CPU may be missing from it, by
+ * at most its increment plus the top carry threshold.
  */
 static inline long pn_ctree_approx_sum(struct pn_ctree *counter)
 {

@@ -5,12 +5,14 @@
  * A lazy counter starts as three words and no allocation: a plain count
  * that one owning context updates with ordinary arithmetic, an atomic word
  * that any other context updates with a fetch-and-add, and a NULL slot
- * pointer.  When the counter becomes shared, lazy_counter_upgrade_many()
- * moves it (and its siblings of the same array) onto per-CPU storage, a
- * flat per-CPU counter or a hierarchical counter tree, without stopping
- * any updater.
+ * pointer.  All three zero is a valid lazy counter of value 0, so
+ * zero-filled memory (kzalloc(), a memset() structure) needs no init.
+ * When the counter becomes shared, lazy_counter_upgrade_many() moves it
+ * (and its siblings of the same array) onto per-CPU storage, a flat
+ * per-CPU counter or a hierarchical counter tree, without stopping any
+ * updater.
  * See lazy_counter.c for the design, the encoding and the ordering
- * argument.
+ * argument.  64-bit kernels only (see "Word sizes" there).
  */
 #ifndef _PCPU_NEXT_LAZY_COUNTER_H
 #define _PCPU_NEXT_LAZY_COUNTER_H
@@ -26,19 +28,22 @@ struct lazy_slot;
 /**
  * struct lazy_counter - one lazy counter
  * @local: the owner's part; written only by the single updating context
- *	   (add_local in lazy mode), read by anyone.  Never reset: after the
- *	   upgrade it keeps the owner's lazy-mode total.
- * @state: lazy mode: (remote total << 1) | LAZY_COUNTER_LAZY, where the
- *	   remote total is what add_remote() accumulated.  Upgraded: bit 0
- *	   clear, the other bits meaningless (racing remote adds may still
- *	   change them; they are redirected, not lost).
+ *	   (add_local in lazy mode), read by anyone.  Never reset by an
+ *	   upgrade: afterwards it keeps the owner's lazy-mode total.
+ * @state: lazy mode: remote total << 1, bit 0 (LAZY_COUNTER_UPGRADED)
+ *	   clear, where the remote total is what add_remote() accumulated.
+ *	   Upgraded or destroyed: bit 0 set, the other bits meaningless
+ *	   (racing remote adds may still change them; they are redirected,
+ *	   not lost).
  * @slot: NULL until an upgrade claims the array; then the counter's slot
- *	  in its per-CPU target, set before bit 0 of @state is cleared (so
- *	  it may be set while the counter is still lazy; lazy-mode paths
- *	  never read it)
+ *	  in its per-CPU target, set before bit 0 of @state is set (so it
+ *	  may be set while the counter is still lazy; lazy-mode paths never
+ *	  read it).  NULL again after destroy: bit 0 set with a NULL slot is
+ *	  the destroyed state.
  *
  * The value of the counter is @local plus the remote total in lazy mode,
- * or @local plus the slot's value once upgraded.
+ * or @local plus the slot's value once upgraded.  All-zero is lazy mode
+ * with value 0.
  */
 struct lazy_counter {
 	long local;
@@ -46,7 +51,8 @@ struct lazy_counter {
 	struct lazy_slot *slot;
 };
 
-#define LAZY_COUNTER_LAZY	1L
+/* Bit 0 of @state: set once the counter was switched (or destroyed). */
+#define LAZY_COUNTER_UPGRADED	1L
 
 /**
  * enum lazy_counter_target - what a lazy counter is upgraded to
@@ -64,13 +70,13 @@ enum lazy_counter_target {
 	LAZY_COUNTER_NR_TARGETS,
 };
 
-/* Remote totals are kept shifted left by one in a long. */
+/* Remote totals are kept shifted left by one in a long (bit 0 clear). */
 #define LAZY_COUNTER_REMOTE_MAX	(LONG_MAX >> 1)
 #define LAZY_COUNTER_REMOTE_MIN	(LONG_MIN >> 1)
 
 static inline long __lazy_counter_encode(long remote)
 {
-	return (long)(((unsigned long)remote << 1) | LAZY_COUNTER_LAZY);
+	return (long)((unsigned long)remote << 1);
 }
 
 static inline long __lazy_counter_decode(long state)
@@ -83,7 +89,7 @@ void __lazy_counter_add_redirected(const struct lazy_counter *c, s64 amount);
 s64 __lazy_counter_read_upgraded(const struct lazy_counter *c);
 s64 __lazy_counter_sum_upgraded(const struct lazy_counter *c);
 
-/* Acquire: a clear bit 0 makes @c->slot and the slot's contents visible. */
+/* Acquire: a set bit 0 makes @c->slot and the slot's contents visible. */
 static inline long __lazy_counter_state(const struct lazy_counter *c)
 {
 	return atomic_long_read_acquire(&c->state);
@@ -94,11 +100,12 @@ static inline long __lazy_counter_state(const struct lazy_counter *c)
  * @c: the counter
  *
  * Context: Any context.
- * Return: true until an upgrade has switched @c to per-CPU storage.
+ * Return: true from init (or zero-filled memory) until an upgrade has
+ * switched @c to per-CPU storage; false once switched, and after destroy.
  */
 static inline bool lazy_counter_is_lazy(const struct lazy_counter *c)
 {
-	return __lazy_counter_state(c) & LAZY_COUNTER_LAZY;
+	return !(__lazy_counter_state(c) & LAZY_COUNTER_UPGRADED);
 }
 
 int lazy_counter_upgrade_many(struct lazy_counter *c, unsigned int nr,
@@ -111,7 +118,9 @@ void __lazy_counter_destroy_upgraded(struct lazy_counter *c, unsigned int nr);
  * @amount: initial value of every counter
  * @nr: number of counters
  *
- * No allocation: the counters start in lazy mode.
+ * No allocation: the counters start in lazy mode.  With @amount 0 this
+ * stores zeroes only, so zero-filled memory is already initialised.  Also
+ * makes destroyed counters usable again.
  *
  * Context: Any context.
  */
@@ -127,6 +136,14 @@ static inline void lazy_counter_init_many(struct lazy_counter *c, s64 amount,
 	}
 }
 
+/* The destroyed state: value 0, bit 0 set, no slot. */
+static inline void __lazy_counter_mark_destroyed(struct lazy_counter *c)
+{
+	WRITE_ONCE(c->local, 0);
+	WRITE_ONCE(c->slot, NULL);
+	atomic_long_set(&c->state, LAZY_COUNTER_UPGRADED);
+}
+
 /**
  * lazy_counter_destroy_many() - release an array of counters, either mode
  * @c: the array
@@ -134,15 +151,27 @@ static inline void lazy_counter_init_many(struct lazy_counter *c, s64 amount,
  *
  * Lazy counters own nothing; an upgraded array releases its group.
  * Nobody may use the counters any more (no updater, reader or upgrade in
- * flight).
+ * flight) before lazy_counter_init_many() is called on them again.  They
+ * are left in a destroyed state that makes a later use harmless and
+ * visible: adds are dropped, reads return 0, an upgrade returns -EINVAL,
+ * and each such use is counted in lazy_counter_stats.misuse and WARNs
+ * once per boot.  Destroying them again is a no-op.
  *
- * Context: Any context except NMI.
+ * Context: Any context in which lazy_counter_upgrade_many() may be called
+ * with a non-blocking gfp (an upgraded array frees through spinlock_t and
+ * local_lock_t); lazy arrays: any context.
  */
 static inline void lazy_counter_destroy_many(struct lazy_counter *c,
 					     unsigned int nr)
 {
-	if (nr && c[0].slot)
+	unsigned int i;
+
+	if (nr && READ_ONCE(c[0].slot)) {
 		__lazy_counter_destroy_upgraded(c, nr);
+		return;
+	}
+	for (i = 0; i < nr; i++)
+		__lazy_counter_mark_destroyed(&c[i]);
 }
 
 /**
@@ -160,7 +189,7 @@ static inline void lazy_counter_destroy_many(struct lazy_counter *c,
  */
 static inline void lazy_counter_add_local(struct lazy_counter *c, s64 amount)
 {
-	if (likely(__lazy_counter_state(c) & LAZY_COUNTER_LAZY))
+	if (likely(!(__lazy_counter_state(c) & LAZY_COUNTER_UPGRADED)))
 		WRITE_ONCE(c->local, c->local + amount);
 	else
 		__lazy_counter_add_upgraded(c, amount);
@@ -175,7 +204,7 @@ static inline void lazy_counter_add_local(struct lazy_counter *c, s64 amount)
  * In lazy mode one atomic fetch-and-add of 2 * @amount on @c->state (bit 0
  * is untouched).  An update that races with the upgrade either lands
  * before the switch (and is carried into the target) or finds bit 0
- * clear in the value it replaced and goes to the target itself.  Once
+ * set in the value it replaced and goes to the target itself.  Once
  * upgraded, a load of @c->state sends it to the target directly.
  *
  * Context: Any context except NMI.
@@ -184,10 +213,10 @@ static inline void lazy_counter_add_remote(struct lazy_counter *c, s64 amount)
 {
 	long old;
 
-	if (likely(__lazy_counter_state(c) & LAZY_COUNTER_LAZY)) {
+	if (likely(!(__lazy_counter_state(c) & LAZY_COUNTER_UPGRADED))) {
 		old = atomic_long_fetch_add_acquire((long)((unsigned long)amount << 1),
 						    &c->state);
-		if (likely(old & LAZY_COUNTER_LAZY))
+		if (likely(!(old & LAZY_COUNTER_UPGRADED)))
 			return;
 		/* raced with the switch: the add hit the dead word */
 		__lazy_counter_add_redirected(c, amount);
@@ -212,7 +241,7 @@ static inline s64 lazy_counter_read(const struct lazy_counter *c)
 	long state = __lazy_counter_state(c);
 	s64 local = READ_ONCE(c->local);
 
-	if (likely(state & LAZY_COUNTER_LAZY))
+	if (likely(!(state & LAZY_COUNTER_UPGRADED)))
 		return local + __lazy_counter_decode(state);
 	return local + __lazy_counter_read_upgraded(c);
 }
@@ -247,7 +276,7 @@ static inline s64 lazy_counter_sum(const struct lazy_counter *c)
 	long state = __lazy_counter_state(c);
 	s64 local = READ_ONCE(c->local);
 
-	if (likely(state & LAZY_COUNTER_LAZY))
+	if (likely(!(state & LAZY_COUNTER_UPGRADED)))
 		return local + __lazy_counter_decode(state);
 	return local + __lazy_counter_sum_upgraded(c);
 }
@@ -281,7 +310,7 @@ static inline s64 lazy_counter_sum_local(const struct lazy_counter *c)
 {
 	long state = __lazy_counter_state(c);
 
-	if (likely(state & LAZY_COUNTER_LAZY))
+	if (likely(!(state & LAZY_COUNTER_UPGRADED)))
 		return c->local + __lazy_counter_decode(state);
 	return c->local + __lazy_counter_sum_upgraded(c);
 }
@@ -348,6 +377,8 @@ static inline void lazy_counter_add_remote_auto(struct lazy_counter_auto *a,
  *		   (won, or found the array already claimed)
  * @redirects: remote adds that raced with a switch and were redirected
  * @injected: allocation steps failed by lazy_counter_inject_failure()
+ * @misuse: adds, reads and upgrades of destroyed counters (dropped, 0,
+ *	    -EINVAL); the first one of a boot also WARNs
  */
 struct lazy_counter_stats {
 	u64 upgrades;
@@ -359,9 +390,16 @@ struct lazy_counter_stats {
 	u64 auto_upgrades;
 	u64 redirects;
 	u64 injected;
+	u64 misuse;
 };
 
 void lazy_counter_get_stats(struct lazy_counter_stats *st);
+
+/*
+ * KUnit: while the running test holds a named resource of this name, its
+ * own thread's uses of destroyed counters are counted without the WARN.
+ */
+#define LAZY_COUNTER_KUNIT_MISUSE	"pcpu_next_lazy_misuse_expected"
 
 /* Module internals (not exported): setup, teardown and test hooks. */
 int lazy_counter_module_init(void);

@@ -21,6 +21,17 @@
  * the one of the original single-counter model (same 84-byte state
  * vector, 13 more states from the reworked ghost bookkeeping).
  *
+ * ENCODING
+ * Bit 0 of c->state (LAZY_COUNTER_UPGRADED) is clear in lazy mode and set
+ * by the switch, so state starts at 0 (encode(0) = 0 << 1: a zero-filled
+ * counter is lazy) and the switch is xchg(state, 1); lazy_counter_destroy
+ * _many() leaves every counter destroyed (local 0, slot NULL, bit 0 set).
+ * The model's state byte follows the C encoding exactly.  Until issue 11
+ * the C code (and this model) used the opposite polarity (bit 0 set =
+ * lazy, init stored 1, the switch stored 0); the protocol is the same up
+ * to that bit flip, and so are the verdicts and every state count below
+ * (re-run after the change: identical).
+ *
  * WHAT IS MODELLED (default, nr == 1)
  * One counter (an array of nr == 1) set up by lazy_counter_init_many(c,
  * INIT, 1) with INIT = 1, and these processes running concurrently:
@@ -95,7 +106,7 @@
  * are RMWs on one location and are totally ordered in the C code too, which
  * is exactly what SC gives here; (2) the publication of c->slot and of the
  * slot (stored before the fully ordered xchg, read after an acquire load of
- * state that sees bit 0 clear) and of slot->base (stored before
+ * state that sees bit 0 set) and of slot->base (stored before
  * smp_store_release(ready), read after smp_load_acquire(ready)) are
  * release/acquire pairs: in the C code they make the writes visible in
  * program order to a reader that observed the flag, which is what SC
@@ -126,37 +137,42 @@
  *   interval check needs a monotone counter).
  * - Counter statistics (lazy_stat_*) are omitted.
  *
- * MAPPING (C lines at commit cf0aa31; header = lazy_counter.h)
- *   add_local     state acquire load      header:163 lazy_counter_add_local
- *                 l = c->local            header:164 (the load)
- *                 c->local = l + a        header:164 WRITE_ONCE
- *                 else target_add         header:166
- *   add_remote    state acquire load      header:187 lazy_counter_add_remote
- *                 fetch_add(state, 2a)    header:188
- *                 old bit 0 clear: redo   header:190-193 add_redirected
- *                 state clear: direct     header:196
- *   target_add    s = READ_ONCE(c->slot)  lazy_counter.c:573
- *                 target add (atomic)     lazy_counter.c:575-578
- *   upgrader      is_lazy(c[0]), slot     lazy_counter.c:688 early return
- *                 allocation, may fail    lazy_counter.c:691-704
- *                 cmpxchg(c[0].slot)      lazy_counter.c:708 (I4 claim)
- *                 loser frees its group   lazy_counter.c:709-711
- *                 slot[1] = g (NR2)       lazy_counter.c:713-714 WRITE_ONCE
- *                 lazy_switch(i), i=0,1   lazy_counter.c:715-716
- *                 xchg(state, 0)          lazy_counter.c:643 lazy_switch
- *                 base = decode(old)      lazy_counter.c:644
- *                 ready = 1 (release)     lazy_counter.c:645
- *                 assert(old & 1)         lazy_counter.c:647 WARN_ON_ONCE
- *   reader        state acquire load      header:247 lazy_counter_sum
- *                 READ_ONCE(c->local)     header:248
- *                 local + decode(state)   header:251
- *                 READ_ONCE(c->slot)      lazy_counter.c:553 ready_slot
- *                 wait for ready          lazy_counter.c:556
- *                 base, then ops->sum     lazy_counter.c:625
- *   init (end)    destroy_many            header:141-146, lazy_counter.c:
- *                                         739-750 (state = 0, slot = NULL
- *                                         for every counter, then one
- *                                         lazy_group_free of c[0]'s group)
+ * MAPPING (C lines of the issue-11 change; header = lazy_counter.h)
+ *   add_local     state acquire load      header:192 lazy_counter_add_local
+ *                 l = c->local            header:193 (the load)
+ *                 c->local = l + a        header:193 WRITE_ONCE
+ *                 else target_add         header:195
+ *   add_remote    state acquire load      header:216 lazy_counter_add_remote
+ *                 fetch_add(state, 2a)    header:217
+ *                 old bit 0 set: redo     header:219-223 add_redirected
+ *                 state set: direct       header:225
+ *   target_add    s = READ_ONCE(c->slot)  lazy_counter.c:685
+ *                 target add (atomic)     lazy_counter.c:691-694
+ *   upgrader      is_lazy(c[0]), slot     lazy_counter.c:820-828 early
+ *                                         return (the destroyed-array
+ *                                         check, bit 0 set and no slot,
+ *                                         never holds here: destroy runs
+ *                                         at quiescence)
+ *                 allocation, may fail    lazy_counter.c:830-844
+ *                 cmpxchg(c[0].slot)      lazy_counter.c:847 (I4 claim)
+ *                 loser frees its group   lazy_counter.c:848-850
+ *                 slot[1] = g (NR2)       lazy_counter.c:852-853 WRITE_ONCE
+ *                 lazy_switch(i), i=0,1   lazy_counter.c:854-855
+ *                 xchg(state, UPGRADED)   lazy_counter.c:761 lazy_switch
+ *                 base = decode(old)      lazy_counter.c:762
+ *                 ready = 1 (release)     lazy_counter.c:763
+ *                 assert(!(old & 1))      lazy_counter.c:765 WARN_ON_ONCE
+ *   reader        state acquire load      header:276 lazy_counter_sum
+ *                 READ_ONCE(c->local)     header:277
+ *                 local + decode(state)   header:280
+ *                 READ_ONCE(c->slot)      lazy_counter.c:659 ready_slot
+ *                 wait for ready          lazy_counter.c:666
+ *                 base, then ops->sum     lazy_counter.c:743
+ *   init (end)    destroy_many            header:164-175, lazy_counter.c:
+ *                                         879-888 (every counter to the
+ *                                         destroyed state, header:140-145;
+ *                                         if upgraded, one lazy_group_free
+ *                                         of c[0]'s group)
  *
  * PROPERTIES (assertions; pan also reports invalid end states, i.e. any
  * process blocked for ever, e.g. a reader waiting on a ready never set)
@@ -166,10 +182,10 @@
  *     Lazy at the end implies slot == NULL, no switch and no live group
  *     (I3: failed upgrades leave the counter lazy and working).  Upgraded
  *     implies one switch, ready set, exactly one live group.
- * (b) Bit 0 of state goes 1 -> 0 at most once, only by the claim winner:
- *     every fetch_add leaves bit 0 unchanged; the xchg asserts old & 1
+ * (b) Bit 0 of state goes 0 -> 1 at most once, only by the claim winner:
+ *     every fetch_add leaves bit 0 unchanged; the xchg asserts !(old & 1)
  *     (the C code's WARN_ON_ONCE) and slot == its own group.  Every path
- *     that saw bit 0 clear finds a non-NULL slot.
+ *     that saw bit 0 set finds a non-NULL slot.
  * (c) Every read v satisfies lo <= v <= hi, lo = INIT + adds completed
  *     when the read began (its state load), hi = INIT + adds begun when it
  *     ended (its last load).  Same for the owner's sum_local (OWNER_SUM),
@@ -209,9 +225,9 @@
  *   -DMUTANT_NO_REDIRECT   add_remote ignores bit 0 of the value its
  *                          fetch_add returned: the add stays in the dead
  *                          word.  Caught by (a): v != done.
- *   -DMUTANT_LOAD_STORE    the switch is a load then a store of 0 instead
+ *   -DMUTANT_LOAD_STORE    the switch is a load then a store of 1 instead
  *                          of one xchg: a fetch_add between them is wiped
- *                          (it saw bit 0 set, so it does not redirect).
+ *                          (it saw bit 0 clear, so it does not redirect).
  *                          Caught by (a).
  *   -DMUTANT_RESET_LOCAL   the upgrade moves c->local into base and resets
  *                          it (the RFC's scheme, violating I1): an owner
@@ -224,7 +240,7 @@
  *                          (c): v < lo.
  *   -DMUTANT_NO_CLAIM      the claim is a load of slot then a store, not a
  *                          cmpxchg: both upgraders switch.  Caught by (b):
- *                          the second xchg sees bit 0 clear.
+ *                          the second xchg sees bit 0 set.
  *   -DMUTANT_SWITCH_BEFORE_SLOT  the winner switches c[1] before its
  *                          WRITE_ONCE(c[1].slot): an adder that sees c[1]
  *                          upgraded loads a NULL slot.  Caught by (b):
@@ -270,10 +286,10 @@
  * ESSAY/DOCS VERSUS CODE (no protocol bug found; wording only)
  * - struct lazy_counter's kernel-doc says "@slot: NULL in lazy mode".  The
  *   claim (cmpxchg on c[0].slot) comes before the switch, so slot is
- *   non-NULL while bit 0 is still set for the whole claim-to-xchg window
- *   (reachable here); harmless, since lazy-mode paths never read slot,
- *   but "NULL until an upgrade claims the array" would be exact.
- * - (I2) "goes from 1 to 0 exactly once per counter": at most once (never
+ *   non-NULL while the counter is still lazy, for the whole claim-to-xchg
+ *   window (reachable here); harmless, since lazy-mode paths never read
+ *   slot, but "NULL until an upgrade claims the array" would be exact.
+ * - (I2) "bit 0 changes exactly once per counter": at most once (never
  *   when every upgrade failed or none ran); exactly once per upgraded
  *   counter.
  *   (Both wordings fixed in the C code since, commit 8e0aa3f.)
@@ -295,6 +311,7 @@
  * - Weak memory (LKMM): the model is SC; see above.
  * - The targets' internals, CPU hotplug folding, lazy_counter_read()'s
  *   approximation, destroy racing with users (forbidden by the API),
+ *   uses of a destroyed counter (KUnit: lazy_use_after_destroy_test),
  *   re-initialisation, overflow of the remote total, negative amounts.
  */
 
@@ -329,7 +346,7 @@
 /* ---- the counters: struct lazy_counter c[NR] ---------------------------- */
 
 byte lcl[NR] = INIT;		/* c[i].local ("local" is a Promela keyword) */
-byte state[NR] = 1;		/* c[i].state = encode(0) = (0 << 1) | 1 */
+byte state[NR] = 0;		/* c[i].state = encode(0) = 0 << 1: zero is lazy */
 byte slot[NR];			/* c[i].slot: 0 is NULL, g is &group[g].slot[i] */
 
 /* One group per upgrader (g = 1, 2), NR slots each. */
@@ -413,7 +430,7 @@ inline add_local(i, a)
 {
 	atomic { started[i] = started[i] + a; s = state[i] }	/* acquire load */
 	if
-	:: (s & 1) ->
+	:: !(s & 1) ->					/* bit 0 clear: lazy */
 		l = lcl[i];				/* c->local + amount */
 		atomic { lcl[i] = l + a; landed(i, a); l = 0 }	/* WRITE_ONCE */
 	:: else ->
@@ -427,7 +444,7 @@ inline add_remote(i, a)
 {
 	atomic { started[i] = started[i] + a; s = state[i] }	/* acquire load */
 	if
-	:: (s & 1) ->
+	:: !(s & 1) ->					/* bit 0 clear: lazy */
 		/* atomic_long_fetch_add_acquire(2a, &c->state) */
 		atomic {
 			old = state[i];
@@ -437,14 +454,14 @@ inline add_remote(i, a)
 			landed(i, a)			/* believes it landed */
 #else
 			if
-			:: (old & 1) -> landed(i, a)	/* landed in the live word */
+			:: !(old & 1) -> landed(i, a)	/* landed in the live word */
 			:: else -> skip
 			fi
 #endif
 		}
 #ifndef MUTANT_NO_REDIRECT
 		if
-		:: (old & 1) -> skip
+		:: !(old & 1) -> skip
 		:: else -> target_add(i, a)		/* __lazy_counter_add_redirected() */
 		fi;
 #endif
@@ -467,7 +484,7 @@ proctype owner()
 	byte b, t, v, lo, hi;
 	atomic { lo = done[0]; s = state[0] }
 	if
-	:: (s & 1) ->
+	:: !(s & 1) ->
 		atomic { l = lcl[0]; hi = started[0] }
 		v = l + (s >> 1)
 	:: else ->
@@ -548,10 +565,10 @@ inline loser_refute(early)
 {
 #if defined(REFUTE_LOSER_UPGRADED)
 	/* "0 means every counter is upgraded": false */
-	assert(!(state[0] & 1) && !(state[1] & 1))
+	assert((state[0] & 1) && (state[1] & 1))
 #elif defined(REFUTE_C0_MEANS_ALL)
 	/* "c[0] upgraded (the early return) means c[1] is": false */
-	assert(!early || !(state[1] & 1))
+	assert(!early || (state[1] & 1))
 #elif defined(REFUTE_LOSER_SLOT1)
 	/* "0 means every counter's slot is set": false */
 	assert(slot[1] != 0)
@@ -566,16 +583,16 @@ inline lazy_switch(i)
 #ifdef MUTANT_LOAD_STORE
 	old = state[i];					/* load ... */
 	atomic {
-		state[i] = 0;				/* ... then store: not one RMW */
-		assert(old & 1);
+		state[i] = 1;				/* ... then store: not one RMW */
+		assert(!(old & 1));
 		assert(slot[0] == g && slot[i] == g);
 		switches[i] = switches[i] + 1
 	}
 #else
-	atomic {					/* atomic_long_xchg(&c->state, 0) */
+	atomic {					/* atomic_long_xchg(&c->state, UPGRADED) */
 		old = state[i];
-		state[i] = 0;
-		assert(old & 1);			/* WARN_ON_ONCE: 1 -> 0 once */
+		state[i] = 1;
+		assert(!(old & 1));			/* WARN_ON_ONCE: 0 -> 1 once */
 		assert(slot[0] == g && slot[i] == g);	/* only the claim winner */
 		switches[i] = switches[i] + 1
 	}
@@ -600,7 +617,7 @@ proctype upgrader(byte g)
 	/* already upgraded, or claimed by an upgrade in progress */
 	s = state[0];					/* lazy_counter_is_lazy(&c[0]) */
 	if
-	:: !(s & 1) -> LOSER_RET(1) goto out
+	:: (s & 1) -> LOSER_RET(1) goto out		/* bit 0 set: switched */
 	:: else -> s = 0
 	fi;
 	sl = slot[0];					/* READ_ONCE(c[0].slot) */
@@ -669,8 +686,8 @@ proctype upgrader(byte g)
 	/* counter 1 is switched before its slot is published */
 	atomic {
 		old = state[1];
-		state[1] = 0;
-		assert(old & 1);
+		state[1] = 1;
+		assert(!(old & 1));
 		switches[1] = switches[1] + 1
 	}
 	base[S(g, 1)] = old >> 1;
@@ -696,7 +713,7 @@ proctype reader()
 
 	atomic { lo = done[RD]; s = state[RD]; snap_begin() }	/* __lazy_counter_state(): acquire */
 	if
-	:: (s & 1) ->
+	:: !(s & 1) ->
 		atomic { l = lcl[RD]; hi = started[RD]; snap_end() }	/* READ_ONCE(c->local) */
 		v = l + (s >> 1)			/* local + decode(state) */
 	:: else ->
@@ -725,12 +742,20 @@ proctype reader()
 
 /* ---- quiescence, then lazy_counter_destroy_many() ------------------------ */
 
+/* __lazy_counter_mark_destroyed(&c[i]) */
+inline destroyed(i)
+{
+	lcl[i] = 0;
+	slot[i] = 0;
+	state[i] = 1
+}
+
 /* (a) for counter i, computed as the C code computes it in its mode */
 inline check_counter(i)
 {
 	assert(done[i] == started[i]);
 	if
-	:: (state[i] & 1) ->			/* never upgraded (all failed) */
+	:: !(state[i] & 1) ->			/* never upgraded (all failed) */
 		assert(slot[i] == 0 && switches[i] == 0);
 		v = lcl[i] + (state[i] >> 1)
 	:: else ->
@@ -770,30 +795,39 @@ init
 	/* (g) every counter in the same mode once every call returned */
 	assert((state[0] & 1) == (state[1] & 1));
 	/* (h) some call returned 0: the whole array is upgraded now */
-	assert(!zero_ret || !(state[0] & 1));
+	assert(!zero_ret || (state[0] & 1));
 	check_counter(0);
 	check_counter(1);
 #else
 	check_counter(0);
 #endif
 	/* at most one group alive: the claim winner's, iff upgraded */
-	assert(alive[1] + alive[2] == ((state[0] & 1) -> 0 : 1));
+	assert(alive[1] + alive[2] == ((state[0] & 1) -> 1 : 0));
 
-	/* lazy_counter_destroy_many(): if (c[0].slot) destroy_upgraded() */
+	/*
+	 * lazy_counter_destroy_many(): every counter to the destroyed state
+	 * (local 0, slot NULL, bit 0 set); if (c[0].slot) the group is freed
+	 */
 	if
 	:: slot[0] != 0 ->
 		atomic {
 			g = slot[0];
-			state[0] = 0;
-			slot[0] = 0;
+			destroyed(0);
 #ifdef NR2
-			state[1] = 0;
-			slot[1] = 0;
+			destroyed(1);
 #endif
 			assert(alive[g]);		/* not freed before */
 			alive[g] = 0			/* lazy_group_free(s->group) */
 		}
-	:: else -> skip
+	:: else ->
+		atomic {
+			destroyed(0);
+#ifdef NR2
+			destroyed(1)
+#else
+			skip
+#endif
+		}
 	fi;
 	assert(!alive[1] && !alive[2])			/* no group leaked */
 }
