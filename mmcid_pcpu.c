@@ -12,40 +12,83 @@
  * Indexing by it instead of the CPU number keeps the "only I touch this
  * copy" property while the storage follows the threads the process has.
  *
- *   struct mmcid_pcpu (one kmalloc)           blocks (kmalloc, on demand)
- *   +------------------------------+
- *   | mm, ctx, ops, lock, ref      |   small[0] -> [cid 0 |cid 1 |cid 2 |cid 3 ]
- *   | ready0: init bits cid 0..63  |   small[1] -> [cid 4 .. 7]
- *   | small[0..4] --------------------> small[2] -> [cid 8 .. 15]     (grows by
- *   | large[k]: {slots, ready map} |   ...                             doubling)
- *   | remote slot                  |   large[0] -> [cid 64 .. 127] + own bitmap
- *   +------------------------------+
+ *   struct mmcid_pcpu (kvzalloc)               blocks (kmalloc, on demand,
+ *   +-------------------------------------+            at most one page each)
+ *   | mm, ctx, ops, geometry, lock, ...   |
+ *   | blk[0]  {slots, ready word} ----------> [cid 0 | cid 1 | cid 2 | cid 3]
+ *   | blk[1]  {slots, ready word} ----------> [cid 4 .. 7]
+ *   | blk[2]  {slots, ready word} ----------> [cid 8 .. 15]       doubling ...
+ *   | ...                                 |   ...
+ *   | blk[j]  {slots, ready word} ----------> [L cids]            ... then L each
+ *   | remote slot                         |
+ *   +-------------------------------------+
  *          |  node
  *          v
  *   struct mmcid_mm (one per mm, an mmu_notifier from mmu_notifier_get()):
- *   list of every storage object of the mm; .release folds and frees them
- *   when the mm is torn down.
+ *   list of every storage object of the mm; .release folds, finalises and
+ *   frees their cid slots when the mm is torn down.
  *
- * Block k holds cids [B0 << (k-1), B0 << k) (block 0: [0, B0)), with B0 = 4,
- * so a process whose largest cid is c owns at most max(B0, 2 * (c + 1))
- * slots and never nr_cpu_ids of them unless it uses that many cids.  Each
- * slot is SMP_CACHE_BYTES apart from the next, so two cids never share a
- * cache line (the property per-CPU memory gets from its per-CPU units).
- * Slots are not initialised when a block is allocated: the first user of a
- * cid runs ops->init (or zeroes it) and sets the cid's ready bit.
+ * Geometry.  Slots are stride = ALIGN(size, SMP_CACHE_BYTES) bytes apart,
+ * so two cids never share a cache line (the property per-CPU memory gets
+ * from its per-CPU units).  A block holds at most L slots, L the largest
+ * power of two with L * stride <= PAGE_SIZE and L <= BITS_PER_LONG: every
+ * block is one kmalloc of at most PAGE_SIZE bytes (order 0; never a
+ * high-order allocation, whatever the slot size or the number of CPUs) and
+ * its ready bits fit in one word of the header.  Below L, blocks double:
+ * block 0 holds b0 = min(4, L) cids, block k >= 1 holds
+ * [b0 << (k - 1), b0 << k); from cid L on, every block holds L cids.  A
+ * process whose largest cid is c owns at most max(b0, 2 * (c + 1)) slots
+ * and never nr_cpu_ids of them unless it uses that many cids.  The header
+ * has one 2-word descriptor per block (nr_cpu_ids / L of them, about; one
+ * per cid for page-sized slots), which is why it is kvzalloc()ed.  Slots
+ * are not initialised when a block is allocated: the first user of a cid
+ * runs ops->init (or zeroes it) and sets the cid's ready bit.
  *
- * Access: mmcid_pcpu_get() disables preemption and reads
- * task_mm_cid(current), which is stable only then.  The hot path (block
- * present, slot initialised) is a few loads and one bit test; the counter
- * inlines it around a local64_add().  A caller that is not a
- * thread of the mm (a kernel thread, including one that borrowed the mm
- * with kthread_use_mm(), a ptrace or get_user_pages_remote() style caller,
- * a thread that has already dropped its cid on exit) gets the remote slot
- * instead, under s->lock with interrupts disabled.  When a block cannot be
- * allocated (atomic caller, memory pressure) the caller also falls back to
- * the remote slot, so mmcid_pcpu_get() never fails.  Readers
+ * Access.  mmcid_pcpu_get() disables preemption and reads
+ * task_mm_cid(current).  Disabled preemption, not migrate_disable() or a
+ * local_lock_t, is what keeps a cid exclusive, on PREEMPT_RT as anywhere:
+ * a preempted task keeps its cid only as its CPU's cid, which the
+ * scheduler hands to the next thread of the mm that runs on that CPU (and
+ * cid compaction may take it from a CPU that runs another mm and give it
+ * to a thread elsewhere); only a running task owns its cid.  So a cid slot
+ * is used with preemption disabled from get to put, on every kernel, like
+ * this_cpu_ptr() under get_cpu().  The hot path (block present, slot
+ * initialised) is a few loads and one bit test; the counter inlines it
+ * around a local64_add().  A caller that is not a thread of the mm (a
+ * kernel thread, including one that borrowed the mm with
+ * kthread_use_mm(), a ptrace or get_user_pages_remote() style caller, a
+ * thread that has already dropped its cid on exit) gets the remote slot
+ * instead, under s->lock, a raw spinlock, with interrupts disabled.
+ * Either way the caller is atomic between get and put, PREEMPT_RT
+ * included: it must not sleep, allocate memory or take a sleeping lock
+ * (mutex, and spinlock_t on PREEMPT_RT) there.  Readers
  * (mmcid_pcpu_for_each(), the counter's sum) visit every ready slot and
  * the remote slot under s->lock.
+ *
+ * Allocation.  Nothing is allocated inside that atomic section.  When the
+ * cid's block is missing, get leaves its preempt-disabled section,
+ * allocates the block with preemption enabled and starts over (the cid may
+ * have changed meanwhile; after MMCID_GROW_TRIES rounds it settles for the
+ * remote slot).  It allocates only where that is allowed on every kernel:
+ * when @gfp may block, or when the caller itself is preemptible
+ * (preemptible(): preemption and interrupts enabled; on PREEMPT_RT that
+ * includes holding a spinlock_t).  A caller with GFP_NOWAIT or GFP_ATOMIC
+ * in atomic context (interrupt, softirq, raw spinlock, disabled preemption
+ * or interrupts; on !PREEMPT_RT a spinlock_t too) gets the remote slot:
+ * PREEMPT_RT forbids kmalloc() there even with GFP_ATOMIC (the slab
+ * allocator takes sleeping locks), and under a raw spinlock or in a hard
+ * interrupt PROVE_RAW_LOCK_NESTING reports those locks on every kernel.
+ * (Without
+ * CONFIG_PREEMPT_COUNT, which PREEMPT_RT and lockdep always have, the
+ * context cannot be told and GFP_ATOMIC is used as usual.)  So
+ * mmcid_pcpu_get() never fails.  A block is an optimisation whose failure
+ * has a designed fallback, so it is allocated with __GFP_NOWARN, without
+ * the emergency reserves (__GFP_HIGH) and without the OOM killer
+ * (__GFP_NORETRY).  After a failure the object backs off: no block of it
+ * is tried again for MMCID_GROW_BACKOFF (one second), everyone takes the
+ * remote slot meanwhile, so memory pressure does not turn every access
+ * into a failing allocation.  A dead object (mm torn down) allocates
+ * nothing.
  *
  * Invariants:
  *  - A cid slot is written only by the task that holds that cid, with
@@ -58,55 +101,81 @@
  *    with interrupts disabled (so no interrupt on its CPU sees it half
  *    done), and test_and_set_bit() of the ready bit WARNs if anyone else
  *    did it in the meantime (which would mean the exclusivity above broke).
- *  - Blocks are published under s->lock and only while !s->dead; they are
- *    freed only under s->lock (teardown) or when the last reference goes.
- *  - The remote slot exists for the whole life of the object.
+ *  - A block's ready word is zero whenever its slots pointer is NULL.
+ *    Blocks are published under s->lock and only while !s->dead; they are
+ *    freed only once s->dead is set (readers skip them then) or when the
+ *    object is freed.
+ *  - Every slot whose init ran gets exactly one fini, cid slots when their
+ *    block is freed (after the fold at mm teardown, or at destroy), the
+ *    remote slot at destroy.  The remote slot exists for the whole life of
+ *    the object.
  *
  * Locking:
- *  - s->lock (spinlock, irqsave) protects the remote slot, block
- *    publication, s->dead and the folding of slots at teardown, and makes
- *    readers see one consistent picture (they never count a folded slot
- *    twice).
- *  - ctx->lock (spinlock) protects ctx->objs (list membership of storage
- *    objects).  It nests outside nothing and is never held together with
- *    s->lock.
+ *  - s->lock (raw_spinlock_t, irqsave) protects the remote slot, block
+ *    publication, s->dead and the fold at teardown, and makes readers see
+ *    one consistent picture (they never count a folded slot twice).  It is
+ *    raw so that the remote slot works in every context a cid slot does
+ *    (hard interrupts, under other raw locks, on PREEMPT_RT too), as
+ *    percpu_counter's lock is; what runs under it (the caller's remote
+ *    access, ops->fold, the callback of mmcid_pcpu_for_each()) obeys the
+ *    raw spinlock rules, the same the cid slot path has anyway.  Nothing
+ *    is allocated or freed under it.  Each object's lock has a lockdep
+ *    class of its own (a key registered at create): the locks of two
+ *    objects may nest (add to or sum counter B while holding counter A's
+ *    remote slot), lockdep checks their order like any two locks.  One
+ *    object's lock never nests in itself: between get and put, no other
+ *    call on the same object (for_each, sum, memory, slots, max_cid,
+ *    mm_gone, another get).  For the remote slot that is a self-deadlock,
+ *    which lockdep reports as recursive locking before it hangs.
+ *  - ctx->lock (spinlock_t) protects ctx->objs (list membership of storage
+ *    objects).  It is taken in process context only, nests outside
+ *    nothing and is never held together with s->lock.
  *  - pn_mmcid_reg_lock (mutex) protects the debugfs registry; it is taken
  *    before mmap_lock (mmu_notifier_get()) and from ->release, which runs
  *    without mmap_lock.
  *
  * Memory ordering: a block's slot pointer is published with
- * smp_store_release() after its ready bitmap pointer is set, and read with
+ * smp_store_release() (its ready word is zero already) and read with
  * smp_load_acquire().  A slot's ready bit is set with test_and_set_bit()
  * (fully ordered) after the slot was initialised, and read with
  * test_bit_acquire(), so a reader that sees the bit sees the initialised
  * slot.  The hand-over of a cid from one task to the next goes through the
  * scheduler's rq locks and the fully ordered cmpxchg on the mm's per-CPU
  * cid, which orders the old owner's slot updates before the new owner's.
+ * A ->release that worked on an object drops its reference with release
+ * ordering; mmcid_pcpu_destroy() reads it back with acquire ordering
+ * before freeing what ->release left.
  *
  * Lifetime: each storage object holds one reference on its mm's context
  * (mmu_notifier_get/put), which holds mm_count.  When the mm is torn down
  * (the last mm_users reference, even if the process never said goodbye),
- * ->release folds every ready cid slot into the remote slot (ops->fold),
- * frees the blocks and marks the object dead: memory drops to the header,
- * sums stay exact.  No thread of the mm exists any more then, so no local
+ * ->release takes each object off the list, folds every ready cid slot
+ * into the remote slot (ops->fold) and marks the object dead under
+ * s->lock, then, without a lock, runs ops->fini on the cid slots and frees
+ * the blocks: memory drops to the header, sums stay exact, the remote slot
+ * stays usable.  No thread of the mm exists any more then, so no cid
  * access can race with it.  The object itself goes when its creator calls
- * mmcid_pcpu_destroy() (and after ->release if that is running).  The
- * debugfs counters of this module are owned by a registry whose own
- * mmu_notifier destroys them at mm teardown, and by module unload, which
- * then waits with mmu_notifier_synchronize().
+ * mmcid_pcpu_destroy(), which first waits for a ->release working on it,
+ * then finalises what is left (cid slots without a fold if the mm is still
+ * alive, the remote slot) and frees it; when destroy returns, no callback
+ * of the object runs any more.  The debugfs counters of this module are
+ * owned by a registry whose own mmu_notifier destroys them at mm
+ * teardown, and by module unload, which then waits with
+ * mmu_notifier_synchronize().
  */
 
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
-#include <linux/bitmap.h>
 #include <linux/bitops.h>
 #include <linux/cache.h>
 #include <linux/ctype.h>
 #include <linux/debugfs.h>
 #include <linux/err.h>
+#include <linux/jiffies.h>
 #include <linux/kthread.h>
 #include <linux/list.h>
 #include <asm/local64.h>
+#include <linux/lockdep.h>
 #include <linux/log2.h>
 #include <linux/mm.h>
 #include <linux/mmu_notifier.h>
@@ -115,6 +184,7 @@
 #include <linux/percpu.h>
 #include <linux/percpu_counter.h>
 #include <linux/pid.h>
+#include <linux/preempt.h>
 #include <linux/refcount.h>
 #include <linux/sched.h>
 #include <linux/sched/mm.h>
@@ -122,15 +192,16 @@
 #include <linux/slab.h>
 #include <linux/spinlock.h>
 #include <linux/uaccess.h>
+#include <linux/wait_bit.h>
 
 #include <pcpu_next/internal.h>
 #include <pcpu_next/mmcid_pcpu.h>
 
-#define MMCID_B0	4U		/* slots in block 0, a power of two */
-#define MMCID_B0_SHIFT	ilog2(MMCID_B0)
-/* Blocks whose cids are all below BITS_PER_LONG use the header's ready0. */
-#define MMCID_SMALL	(ilog2(BITS_PER_LONG) - MMCID_B0_SHIFT + 1)
-#define MMCID_MAX_SLOT	PAGE_SIZE		/* largest slot accepted */
+#define MMCID_B0_SHIFT	2		/* block 0: up to 4 slots */
+#define MMCID_BLK_BYTES	PAGE_SIZE	/* bound on a block's slot array */
+#define MMCID_MAX_SLOT	PAGE_SIZE	/* largest slot accepted */
+#define MMCID_GROW_TRIES 3		/* allocation rounds per get */
+#define MMCID_GROW_BACKOFF HZ		/* no block allocation after a failure */
 
 /* Per-mm context: one mmu_notifier subscription shared by all objects. */
 struct mmcid_mm {
@@ -139,9 +210,20 @@ struct mmcid_mm {
 	struct list_head objs;		/* live storage objects of the mm */
 };
 
+/*
+ * Block sizes: b0 = 1 << b0_shift slots in block 0, doubling up to
+ * L = 1 << l_shift slots; block k_base + 1 starts at cid L, and from there
+ * on every block holds L slots (block 0 already does if b0 == L).
+ */
+struct mmcid_geo {
+	u8 l_shift;
+	u8 b0_shift;
+	u8 k_base;			/* l_shift - b0_shift */
+};
+
 struct mmcid_blk {
-	void *slots;
-	unsigned long *ready;
+	void *slots;			/* len * stride bytes, or NULL */
+	unsigned long ready;		/* bit i: slot i initialised */
 };
 
 struct mmcid_pcpu {
@@ -151,50 +233,62 @@ struct mmcid_pcpu {
 	void *arg;
 	u32 size;			/* slot payload */
 	u32 stride;			/* distance between cid slots */
-	spinlock_t lock;		/* remote slot, blocks, dead; see above */
-	refcount_t ref;			/* creator + a running ->release */
-	u16 nblk;			/* blocks that cover nr_cpu_ids cids */
+	struct mmcid_geo geo;
 	bool dead;			/* mm torn down, cid slots folded */
+	unsigned int nblk;		/* blocks that cover nr_cpu_ids cids */
+	/* Protects the remote slot, block publication, dead; see above. */
+	raw_spinlock_t lock;
+	refcount_t ref;			/* creator + a running ->release */
+	atomic_t grow_attempts;		/* block allocations tried (statistic) */
+	unsigned long grow_retry;	/* no block before this (jiffies), 0: any time */
 	struct list_head node;		/* on ctx->objs, under ctx->lock */
-	unsigned long ready0;		/* ready bits of cids 0..BITS_PER_LONG-1 */
-	void *small[MMCID_SMALL];	/* blocks 0..MMCID_SMALL-1 */
-	struct mmcid_blk large[];	/* blocks MMCID_SMALL..nblk-1 */
+	struct lock_class_key lock_key;	/* lockdep class of lock, per object */
+	struct mmcid_blk blk[];		/* nblk descriptors */
 	/* followed by the remote slot */
 };
 
-static unsigned int mmcid_blk_of(unsigned int cid)
+static __always_inline unsigned int mmcid_blk_of(const struct mmcid_geo *g,
+						 unsigned int cid)
 {
-	return cid < MMCID_B0 ? 0 : fls(cid) - MMCID_B0_SHIFT;
+	if (cid >> g->l_shift)
+		return g->k_base + (cid >> g->l_shift);
+	return cid >> g->b0_shift ? fls(cid) - g->b0_shift : 0;
 }
 
-static unsigned int mmcid_blk_first(unsigned int k)
+static __always_inline unsigned int mmcid_blk_first(const struct mmcid_geo *g,
+						    unsigned int k)
 {
-	return k ? MMCID_B0 << (k - 1) : 0;
+	if (k > g->k_base)
+		return (k - g->k_base) << g->l_shift;
+	return k ? 1U << (g->b0_shift + k - 1) : 0;
 }
 
 /* Slots in block k, capped so that no block reaches past nr_cpu_ids. */
-static unsigned int mmcid_blk_len(unsigned int k)
+static unsigned int mmcid_blk_len(const struct mmcid_geo *g, unsigned int k)
 {
-	unsigned int first = mmcid_blk_first(k);
-	unsigned int len = k ? MMCID_B0 << (k - 1) : MMCID_B0;
+	unsigned int len;
 
-	return min(len, nr_cpu_ids - first);
+	if (k > g->k_base)
+		len = 1U << g->l_shift;
+	else
+		len = 1U << (k ? g->b0_shift + k - 1 : g->b0_shift);
+	return min(len, nr_cpu_ids - mmcid_blk_first(g, k));
 }
 
-static unsigned int mmcid_nblk(void)
+/* The shape of the blocks for slots @stride bytes apart. */
+static void mmcid_geo_init(struct mmcid_geo *g, unsigned int stride)
 {
-	return mmcid_blk_of(nr_cpu_ids - 1) + 1;
-}
+	unsigned int per = min_t(unsigned int, MMCID_BLK_BYTES / stride,
+				 BITS_PER_LONG);
 
-static unsigned int mmcid_nlarge(unsigned int nblk)
-{
-	return nblk > MMCID_SMALL ? nblk - MMCID_SMALL : 0;
+	g->l_shift = ilog2(per);
+	g->b0_shift = min_t(unsigned int, g->l_shift, MMCID_B0_SHIFT);
+	g->k_base = g->l_shift - g->b0_shift;
 }
 
 static size_t mmcid_hdr_size(unsigned int nblk)
 {
-	return ALIGN(struct_size_t(struct mmcid_pcpu, large,
-				   mmcid_nlarge(nblk)), sizeof(long));
+	return ALIGN(struct_size_t(struct mmcid_pcpu, blk, nblk), sizeof(long));
 }
 
 static void *mmcid_remote(struct mmcid_pcpu *s)
@@ -202,27 +296,9 @@ static void *mmcid_remote(struct mmcid_pcpu *s)
 	return (void *)s + mmcid_hdr_size(s->nblk);
 }
 
-static void **mmcid_slots_ptr(struct mmcid_pcpu *s, unsigned int k)
-{
-	return k < MMCID_SMALL ? &s->small[k] : &s->large[k - MMCID_SMALL].slots;
-}
-
-/* The ready bitmap of block k and the bit of @cid in it. */
-static unsigned long *mmcid_ready(struct mmcid_pcpu *s, unsigned int k,
-				  unsigned int cid, unsigned int *bit)
-{
-	if (k < MMCID_SMALL) {
-		*bit = cid;
-		return &s->ready0;
-	}
-	*bit = cid - mmcid_blk_first(k);
-	return READ_ONCE(s->large[k - MMCID_SMALL].ready);
-}
-
 /* ---- per-mm context ------------------------------------------------------ */
 
 static void mmcid_teardown(struct mmcid_pcpu *s);
-static void mmcid_pcpu_unref(struct mmcid_pcpu *s);
 
 static struct mmu_notifier *mmcid_mm_alloc(struct mm_struct *mm)
 {
@@ -242,8 +318,9 @@ static void mmcid_mm_free(struct mmu_notifier *mn)
 
 /*
  * The mm's last user is gone (exit_mmap()).  Take the objects off the list
- * one at a time, with a reference so that a concurrent destroy cannot free
- * one under us, and fold each into its remote slot.
+ * one at a time, with a reference so that a concurrent destroy waits for
+ * us, and fold each into its remote slot.  Process context, may sleep
+ * (ops->fini).
  */
 static void mmcid_mm_release(struct mmu_notifier *mn, struct mm_struct *mm)
 {
@@ -261,7 +338,11 @@ static void mmcid_mm_release(struct mmu_notifier *mn, struct mm_struct *mm)
 		if (!s)
 			break;
 		mmcid_teardown(s);
-		mmcid_pcpu_unref(s);
+		/* Never the last reference: the creator holds one. */
+		refcount_dec(&s->ref);
+		/* Order the decrement before the waiter check in wake_up_var(). */
+		smp_mb__after_atomic();
+		wake_up_var(&s->ref);	/* @s may be gone now: address only */
 	}
 }
 
@@ -273,42 +354,54 @@ static const struct mmu_notifier_ops mmcid_mm_ops = {
 
 /* ---- storage object -------------------------------------------------------- */
 
-/* Free every block; s->lock held or the object unreachable. */
+/*
+ * Run ops->fini on every initialised cid slot and free the blocks.  The
+ * blocks are unreachable: s->dead is set (readers skip them, mmcid_grow()
+ * publishes no more, no cid owner exists) or the object is being freed.
+ * No lock held; process context, may sleep.
+ */
 static void mmcid_free_blocks(struct mmcid_pcpu *s)
 {
-	unsigned int k;
+	void (*fini)(void *slot, void *arg) = s->ops ? s->ops->fini : NULL;
+	unsigned int k, i;
 
 	for (k = 0; k < s->nblk; k++) {
-		void **slots = mmcid_slots_ptr(s, k);
+		struct mmcid_blk *b = &s->blk[k];
+		unsigned long ready = READ_ONCE(b->ready);
+		void *slots = READ_ONCE(b->slots);
 
-		kfree(*slots);
-		WRITE_ONCE(*slots, NULL);
-		if (k >= MMCID_SMALL) {
-			bitmap_free(s->large[k - MMCID_SMALL].ready);
-			WRITE_ONCE(s->large[k - MMCID_SMALL].ready, NULL);
+		if (!slots)
+			continue;
+		WRITE_ONCE(b->slots, NULL);
+		WRITE_ONCE(b->ready, 0);
+		if (fini) {
+			for_each_set_bit(i, &ready, mmcid_blk_len(&s->geo, k))
+				fini(slots + i * s->stride, s->arg);
 		}
+		kfree(slots);
+		cond_resched();
 	}
-	WRITE_ONCE(s->ready0, 0);
 }
 
-/* Call @fn on every ready cid slot; s->lock held. */
+/* Call @fn on every ready cid slot (none once dead); s->lock held. */
 static void mmcid_walk(struct mmcid_pcpu *s,
 		       void (*fn)(struct mmcid_pcpu *s, void *slot, int cid,
 				  void *data), void *data)
 {
-	unsigned int k, i, bit;
+	unsigned int k, i;
 
 	lockdep_assert_held(&s->lock);
+	if (s->dead)
+		return;
 	for (k = 0; k < s->nblk; k++) {
-		void *slots = READ_ONCE(*mmcid_slots_ptr(s, k));
-		unsigned int first = mmcid_blk_first(k);
-		unsigned long *ready;
+		struct mmcid_blk *b = &s->blk[k];
+		unsigned int first = mmcid_blk_first(&s->geo, k);
+		void *slots = READ_ONCE(b->slots);
 
 		if (!slots)
 			continue;
-		ready = mmcid_ready(s, k, first, &bit);
-		for (i = 0; i < mmcid_blk_len(k); i++)
-			if (test_bit_acquire(bit + i, ready))
+		for (i = 0; i < mmcid_blk_len(&s->geo, k); i++)
+			if (test_bit_acquire(i, &b->ready))
 				fn(s, slots + i * s->stride, first + i, data);
 	}
 }
@@ -319,76 +412,101 @@ static void mmcid_fold_one(struct mmcid_pcpu *s, void *slot, int cid,
 	s->ops->fold(mmcid_remote(s), slot, s->arg);
 }
 
-/* The mm is gone: fold the cid slots into the remote slot, free them. */
+/*
+ * The mm is gone: fold the cid slots into the remote slot and mark the
+ * object dead under the lock, then finalise and free the cid slots.
+ */
 static void mmcid_teardown(struct mmcid_pcpu *s)
 {
 	unsigned long flags;
+	bool first;
 
-	spin_lock_irqsave(&s->lock, flags);
-	if (!s->dead) {
-		s->dead = true;
+	raw_spin_lock_irqsave(&s->lock, flags);
+	first = !s->dead;
+	if (first) {
 		if (s->ops && s->ops->fold)
 			mmcid_walk(s, mmcid_fold_one, NULL);
-		mmcid_free_blocks(s);
+		WRITE_ONCE(s->dead, true);
 	}
-	spin_unlock_irqrestore(&s->lock, flags);
+	raw_spin_unlock_irqrestore(&s->lock, flags);
+	if (first)
+		mmcid_free_blocks(s);
 }
 
-static void mmcid_pcpu_unref(struct mmcid_pcpu *s)
+/* Free an object nobody else can reach; process context, may sleep. */
+static void mmcid_free(struct mmcid_pcpu *s)
 {
-	if (!refcount_dec_and_test(&s->ref))
-		return;
 	mmcid_free_blocks(s);
+	if (s->ops && s->ops->fini)
+		s->ops->fini(mmcid_remote(s), s->arg);
 	mmu_notifier_put(&s->ctx->mn);
-	kfree(s);
+	lockdep_unregister_key(&s->lock_key);
+	kvfree(s);
 }
 
 /**
  * mmcid_pcpu_create() - create storage for an mm, indexed by mm_cid
  * @mm: the mm; the caller holds mm_users (mmget() or it is current->mm)
  * @size: bytes per slot, 1..PAGE_SIZE
- * @ops: slot init/fold callbacks, or NULL (zeroed slots, nothing folded)
+ * @ops: slot init/fold/fini callbacks, or NULL (zeroed slots, nothing
+ *	 folded or finalised)
  * @arg: passed to the callbacks
  *
- * Allocates only the header and the remote slot; cid slots come in blocks
- * as cids are used.  The storage stays usable after @mm is torn down (all
- * accesses then go to the remote slot) until mmcid_pcpu_destroy().
+ * Allocates only the header and the remote slot (ops->init runs on it
+ * here); cid slots come in blocks as cids are used.  The storage stays
+ * usable after @mm is torn down (all accesses then go to the remote slot)
+ * until mmcid_pcpu_destroy().
  *
- * Context: Process context, may sleep (takes @mm's mmap_lock).
- * Return: the storage, or an ERR_PTR(): -EINVAL for a bad @size, -ENOMEM.
+ * Context: Process context, may sleep (takes @mm's mmap_lock for writing).
+ * Return: the storage, or an ERR_PTR(): -EINVAL for a bad @size or no @mm;
+ * -ENOMEM; -EINTR if a signal is pending while the first storage object of
+ * @mm subscribes to it (mmu_notifier_get() gives up in mm_take_all_locks()
+ * then; nothing was set up, the caller may retry once the signal was
+ * handled, e.g. by returning -ERESTARTNOINTR from a system call).
  */
 struct mmcid_pcpu *mmcid_pcpu_create(struct mm_struct *mm, size_t size,
 				     const struct mmcid_pcpu_ops *ops,
 				     void *arg)
 {
-	unsigned int nblk = mmcid_nblk();
 	struct mmu_notifier *mn;
 	struct mmcid_pcpu *s;
+	struct mmcid_geo geo;
+	unsigned int nblk;
+	u32 stride;
 
 	might_sleep();
 	if (!mm || !size || size > MMCID_MAX_SLOT)
 		return ERR_PTR(-EINVAL);
-	s = kzalloc(mmcid_hdr_size(nblk) + size, GFP_KERNEL);
+	stride = ALIGN(size, SMP_CACHE_BYTES);
+	mmcid_geo_init(&geo, stride);
+	nblk = mmcid_blk_of(&geo, nr_cpu_ids - 1) + 1;
+	s = kvzalloc(mmcid_hdr_size(nblk) + size, GFP_KERNEL);
 	if (!s)
 		return ERR_PTR(-ENOMEM);
 	s->mm = mm;
 	s->ops = ops;
 	s->arg = arg;
 	s->size = size;
-	s->stride = ALIGN(size, SMP_CACHE_BYTES);
+	s->stride = stride;
+	s->geo = geo;
 	s->nblk = nblk;
-	spin_lock_init(&s->lock);
+	lockdep_register_key(&s->lock_key);
+	raw_spin_lock_init(&s->lock);
+	lockdep_set_class_and_name(&s->lock, &s->lock_key, "mmcid_pcpu->lock");
 	refcount_set(&s->ref, 1);
+	atomic_set(&s->grow_attempts, 0);
 	INIT_LIST_HEAD(&s->node);
-	if (ops && ops->init)
-		ops->init(mmcid_remote(s), arg);
 
 	mn = mmu_notifier_get(&mmcid_mm_ops, mm);
 	if (IS_ERR(mn)) {
-		kfree(s);
+		/* -EINTR, -ENOMEM: no slot was initialised yet. */
+		lockdep_unregister_key(&s->lock_key);
+		kvfree(s);
 		return ERR_CAST(mn);
 	}
 	s->ctx = container_of(mn, struct mmcid_mm, mn);
+	if (ops && ops->init)
+		ops->init(mmcid_remote(s), arg);
 	spin_lock(&s->ctx->lock);
 	list_add(&s->node, &s->ctx->objs);
 	spin_unlock(&s->ctx->lock);
@@ -398,53 +516,87 @@ EXPORT_SYMBOL_GPL(mmcid_pcpu_create);
 
 /**
  * mmcid_pcpu_destroy() - free storage created by mmcid_pcpu_create()
- * @s: the storage; no mmcid_pcpu_get() of it may be in progress or follow
+ * @s: the storage (NULL or an ERR_PTR() is ignored); no access to it may
+ *     be in progress or follow
  *
- * Context: Process context; does not sleep.
+ * Waits for a concurrent mm teardown that is folding @s, runs ops->fini on
+ * every initialised slot left (the cid slots unless the mm was torn down,
+ * then the remote slot) and frees everything.  When it returns, no
+ * callback of @s runs any more.
+ *
+ * Context: Process context, may sleep.  Must not hold a lock that ops->fini
+ * or a concurrent teardown of @s's mm needs.
  */
 void mmcid_pcpu_destroy(struct mmcid_pcpu *s)
 {
 	if (IS_ERR_OR_NULL(s))
 		return;
+	might_sleep();
 	spin_lock(&s->ctx->lock);
 	list_del_init(&s->node);
 	spin_unlock(&s->ctx->lock);
-	mmcid_pcpu_unref(s);
+	/* Off the list: ->release cannot take a new reference. */
+	wait_var_event(&s->ref, refcount_read(&s->ref) == 1);
+	/* Pairs with the release ordering of refcount_dec() in ->release. */
+	smp_acquire__after_ctrl_dep();
+	mmcid_free(s);
 }
 EXPORT_SYMBOL_GPL(mmcid_pcpu_destroy);
 
-/* Allocate and publish block k.  0 if it exists afterwards, else -errno. */
+/*
+ * May a caller that found no block allocate one now?  Our own preemption
+ * disabling is undone by now, so what counts is the caller's context.
+ */
+static bool mmcid_may_grow(struct mmcid_pcpu *s, gfp_t gfp)
+{
+	unsigned long retry = READ_ONCE(s->grow_retry);
+
+	if (READ_ONCE(s->dead))
+		return false;		/* nothing would be published */
+	if (retry && time_before(jiffies, retry))
+		return false;		/* backing off after a failure */
+	if (gfpflags_allow_blocking(gfp))
+		return true;
+	/* Never kmalloc() in atomic context: PREEMPT_RT forbids it. */
+	return !IS_ENABLED(CONFIG_PREEMPT_COUNT) || preemptible();
+}
+
+/*
+ * Allocate and publish block k, with preemption enabled by us.  0 if it
+ * exists afterwards, else -errno; a failure starts the backoff.
+ */
 static int mmcid_grow(struct mmcid_pcpu *s, unsigned int k, gfp_t gfp)
 {
-	unsigned int len = mmcid_blk_len(k);
-	unsigned long *ready = NULL, flags;
-	void **slotsp = mmcid_slots_ptr(s, k);
+	struct mmcid_blk *b = &s->blk[k];
+	unsigned long flags;
 	void *slots;
 	int ret = 0;
 
-	slots = kmalloc_array(len, s->stride, gfp);	/* initialised on use */
-	if (k >= MMCID_SMALL)
-		ready = bitmap_zalloc(len, gfp);
-	if (!slots || (k >= MMCID_SMALL && !ready)) {
-		ret = -ENOMEM;
-		goto free;
+	atomic_inc(&s->grow_attempts);
+	/* An optimisation with a fallback: no reserves, OOM killer, warning. */
+	gfp &= ~(__GFP_HIGH | __GFP_NOFAIL);
+	gfp |= __GFP_NOWARN | __GFP_NORETRY;
+	/* At most MMCID_BLK_BYTES; slots are initialised on first use. */
+	slots = kmalloc_array(mmcid_blk_len(&s->geo, k), s->stride, gfp);
+	if (!slots) {
+		unsigned long retry = jiffies + MMCID_GROW_BACKOFF;
+
+		WRITE_ONCE(s->grow_retry, retry ?: 1);	/* 0 means none */
+		return -ENOMEM;
 	}
 
-	spin_lock_irqsave(&s->lock, flags);
+	raw_spin_lock_irqsave(&s->lock, flags);
 	if (s->dead) {
 		ret = -ENOENT;
-	} else if (!*slotsp) {
-		if (ready)
-			WRITE_ONCE(s->large[k - MMCID_SMALL].ready, ready);
-		/* Bitmap and block before the pointer; pairs with the acquire in get. */
-		smp_store_release(slotsp, slots);
+	} else if (!b->slots) {
+		/* The ready word is zero; pairs with the acquire in get. */
+		smp_store_release(&b->slots, slots);
 		slots = NULL;
-		ready = NULL;
 	}
-	spin_unlock_irqrestore(&s->lock, flags);
-free:
+	raw_spin_unlock_irqrestore(&s->lock, flags);
 	kfree(slots);
-	bitmap_free(ready);
+	if (!ret && READ_ONCE(s->grow_retry))
+		WRITE_ONCE(s->grow_retry, 0);
 	return ret;
 }
 
@@ -499,7 +651,7 @@ static __always_inline void *mmcid_fast_slot(struct mmcid_pcpu *s,
 					     enum mmcid_src src, int cid,
 					     int *used)
 {
-	unsigned long *ready;
+	struct mmcid_blk *b;
 	unsigned int k, bit;
 	void *slots;
 	int c;
@@ -507,16 +659,17 @@ static __always_inline void *mmcid_fast_slot(struct mmcid_pcpu *s,
 	c = mmcid_pick(s, src, cid);
 	if (unlikely(c < 0))
 		return NULL;
-	k = mmcid_blk_of(c);
+	k = mmcid_blk_of(&s->geo, c);
+	b = &s->blk[k];
 	/* Pairs with the release in mmcid_grow(). */
-	slots = smp_load_acquire(mmcid_slots_ptr(s, k));
+	slots = smp_load_acquire(&b->slots);
 	if (unlikely(!slots))
 		return NULL;
-	ready = mmcid_ready(s, k, c, &bit);
-	if (unlikely(!test_bit_acquire(bit, ready)))
+	bit = c - mmcid_blk_first(&s->geo, k);
+	if (unlikely(!test_bit_acquire(bit, &b->ready)))
 		return NULL;
 	*used = c;
-	return slots + (c - mmcid_blk_first(k)) * s->stride;
+	return slots + bit * s->stride;
 }
 
 /**
@@ -533,53 +686,47 @@ static __always_inline void *mmcid_fast_slot(struct mmcid_pcpu *s,
 void *__mmcid_pcpu_get(struct mmcid_pcpu *s, struct mmcid_pcpu_ref *ref,
 		       gfp_t gfp, enum mmcid_src src, int cid)
 {
-	bool may_sleep = gfpflags_allow_blocking(gfp);
 	unsigned int k, bit, tries = 0;
-	unsigned long *ready;
+	struct mmcid_blk *b;
 	void *slots, *slot;
 	int c;
 
 again:
 	preempt_disable();
-	ref->cpu = smp_processor_id();
-	slot = mmcid_fast_slot(s, src, cid, &c);
-	if (likely(slot)) {
+	c = mmcid_pick(s, src, cid);
+	if (c < 0) {
+		preempt_enable();
+		goto remote;
+	}
+	k = mmcid_blk_of(&s->geo, c);
+	b = &s->blk[k];
+	/* Pairs with the release in mmcid_grow(). */
+	slots = smp_load_acquire(&b->slots);
+	if (likely(slots)) {
+		bit = c - mmcid_blk_first(&s->geo, k);
+		slot = slots + bit * s->stride;
+		if (unlikely(!test_bit_acquire(bit, &b->ready)))
+			mmcid_init_slot(s, slot, &b->ready, bit);
+		ref->cpu = smp_processor_id();
 		ref->cid = c;
 		ref->slot = slot;
 		return slot;
 	}
-	c = mmcid_pick(s, src, cid);
-	if (c < 0)
-		goto remote;
-	k = mmcid_blk_of(c);
-lookup:
-	/* Pairs with the release in mmcid_grow(): the bitmap is visible. */
-	slots = smp_load_acquire(mmcid_slots_ptr(s, k));
-	if (unlikely(!slots)) {
-		if (may_sleep && tries++ < 3) {
-			/* The cid may change meanwhile: look it up again. */
-			preempt_enable();
-			might_sleep();
-			mmcid_grow(s, k, gfp);
-			goto again;
-		}
-		if (!may_sleep && !mmcid_grow(s, k, gfp))
-			goto lookup;
-		goto remote;
-	}
-	ready = mmcid_ready(s, k, c, &bit);
-	slot = slots + (c - mmcid_blk_first(k)) * s->stride;
-	if (unlikely(!test_bit_acquire(bit, ready)))
-		mmcid_init_slot(s, slot, ready, bit);
-	ref->cid = c;
-	ref->slot = slot;
-	return slot;
+	/*
+	 * No block: allocate only outside our atomic section, then start
+	 * over, because the cid may have changed while we were preemptible.
+	 */
+	preempt_enable();
+	might_sleep_if(gfpflags_allow_blocking(gfp));
+	if (tries++ < MMCID_GROW_TRIES && mmcid_may_grow(s, gfp) &&
+	    !mmcid_grow(s, k, gfp))
+		goto again;
 
 remote:
-	preempt_enable();
-	spin_lock_irqsave(&s->lock, ref->flags);
+	raw_spin_lock_irqsave(&s->lock, ref->flags);
 	/* Held until mmcid_pcpu_put(); tell sparse it leaves with the caller. */
 	__release(&s->lock);
+	ref->cpu = smp_processor_id();
 	ref->cid = MMCID_PCPU_REMOTE;
 	ref->slot = mmcid_remote(s);
 	return ref->slot;
@@ -589,19 +736,29 @@ remote:
  * mmcid_pcpu_get() - the calling thread's slot
  * @s: the storage
  * @ref: filled in; pass it to mmcid_pcpu_put()
- * @gfp: allocation flags if the cid's block does not exist yet; with a
- *	 blocking mask the call may sleep (only then), with GFP_NOWAIT or
- *	 GFP_ATOMIC a failed allocation sends the caller to the remote slot
+ * @gfp: allocation flags if the cid's block does not exist yet.  With a
+ *	 blocking mask (GFP_KERNEL) the call may sleep, only then.  With
+ *	 GFP_NOWAIT or GFP_ATOMIC the block is allocated only if the caller
+ *	 is preemptible (always without CONFIG_PREEMPT_COUNT, where that
+ *	 cannot be told); otherwise, or when the allocation fails (after
+ *	 which the storage backs off for a while), the caller gets the
+ *	 remote slot.
  *
  * A thread of @s's mm gets the slot of its mm_cid, initialised on first
- * use, with preemption disabled until mmcid_pcpu_put(); it must not sleep
- * in between.  Anyone else gets the remote slot, with s's lock held and
- * interrupts disabled.  Like this_cpu_ptr(), a cid slot is not protected
- * against interrupts on the same CPU: use interrupt-safe updates
- * (local_t, local64_t) if the storage is also used from interrupts.
+ * use, with preemption disabled until mmcid_pcpu_put().  Anyone else gets
+ * the remote slot, with @s's raw spinlock held and interrupts disabled.
+ * In between, on every kernel (PREEMPT_RT included), the caller is atomic:
+ * it must not sleep, allocate, take a mutex or a spinlock_t (a sleeping
+ * lock on PREEMPT_RT), or call any other function on @s (on the remote
+ * slot that self-deadlocks; lockdep reports it as recursive locking).
+ * Locks of other storage objects may be taken.  Like this_cpu_ptr(), a cid
+ * slot is not protected against interrupts on the same CPU: use
+ * interrupt-safe updates (local_t, local64_t) if the storage is also used
+ * from interrupts.
  *
- * Context: Any context if @gfp does not allow blocking; else process
- * context.
+ * Context: Any context but NMI (hard or soft interrupt, raw spinlock held,
+ * preemption or interrupts disabled) if @gfp cannot block; process context
+ * that may sleep if it can.
  * Return: the slot (never NULL).
  */
 void *mmcid_pcpu_get(struct mmcid_pcpu *s, struct mmcid_pcpu_ref *ref,
@@ -616,13 +773,14 @@ EXPORT_SYMBOL_GPL(mmcid_pcpu_get);
  * @s: the storage
  * @ref: what mmcid_pcpu_get() filled in
  *
- * Context: The context that called mmcid_pcpu_get().
+ * Context: The context that called mmcid_pcpu_get(), still atomic; does
+ * not sleep.
  */
 void mmcid_pcpu_put(struct mmcid_pcpu *s, struct mmcid_pcpu_ref *ref)
 {
 	if (ref->cid == MMCID_PCPU_REMOTE) {
 		__acquire(&s->lock);	/* taken in __mmcid_pcpu_get() */
-		spin_unlock_irqrestore(&s->lock, ref->flags);
+		raw_spin_unlock_irqrestore(&s->lock, ref->flags);
 	} else {
 		preempt_enable();
 	}
@@ -648,11 +806,14 @@ static void mmcid_each_one(struct mmcid_pcpu *s, void *slot, int cid,
  * @fn: called with each slot and its cid (MMCID_PCPU_REMOTE last)
  * @data: passed to @fn
  *
- * @fn runs with s's lock held and interrupts disabled and must not sleep.
+ * @fn runs with @s's raw spinlock held and interrupts disabled: it must
+ * not sleep, allocate or take a sleeping lock (spinlock_t on PREEMPT_RT).
  * Cid slots may be updated by their owners meanwhile; the remote slot and
  * the set of slots are stable.
  *
- * Context: Any context.
+ * Context: Any context but NMI; does not sleep.  Not between
+ * mmcid_pcpu_get() and mmcid_pcpu_put() of @s (self-deadlock on the
+ * remote slot, reported by lockdep as recursive locking).
  */
 void mmcid_pcpu_for_each(struct mmcid_pcpu *s,
 			 void (*fn)(const void *slot, int cid, void *data),
@@ -661,10 +822,10 @@ void mmcid_pcpu_for_each(struct mmcid_pcpu *s,
 	struct mmcid_each e = { .fn = fn, .data = data };
 	unsigned long flags;
 
-	spin_lock_irqsave(&s->lock, flags);
+	raw_spin_lock_irqsave(&s->lock, flags);
 	mmcid_walk(s, mmcid_each_one, &e);
 	fn(mmcid_remote(s), MMCID_PCPU_REMOTE, data);
-	spin_unlock_irqrestore(&s->lock, flags);
+	raw_spin_unlock_irqrestore(&s->lock, flags);
 }
 EXPORT_SYMBOL_GPL(mmcid_pcpu_for_each);
 
@@ -672,29 +833,29 @@ EXPORT_SYMBOL_GPL(mmcid_pcpu_for_each);
  * mmcid_pcpu_memory() - bytes the storage occupies
  * @s: the storage
  *
- * Counts the kmalloc buckets really used: header with the remote slot,
- * blocks and their bitmaps.  The per-mm context (shared by every object
- * of the mm) is not included.
+ * Counts the allocations really made: the header with the remote slot
+ * (its kmalloc bucket, or the pages if it was vmalloc()ed) and the blocks'
+ * kmalloc buckets.  The per-mm context (shared by every object of the mm)
+ * is not included.
  *
- * Context: Any context.
+ * Context: Any context but NMI; does not sleep.  Not between
+ * mmcid_pcpu_get() and mmcid_pcpu_put() of @s.
  * Return: the byte count.
  */
 size_t mmcid_pcpu_memory(struct mmcid_pcpu *s)
 {
-	size_t bytes = kmalloc_size_roundup(mmcid_hdr_size(s->nblk) + s->size);
+	size_t bytes = mmcid_hdr_size(s->nblk) + s->size;
 	unsigned long flags;
 	unsigned int k;
 
-	spin_lock_irqsave(&s->lock, flags);
-	for (k = 0; k < s->nblk; k++) {
-		if (!*mmcid_slots_ptr(s, k))
-			continue;
-		bytes += kmalloc_size_roundup(mmcid_blk_len(k) * s->stride);
-		if (k >= MMCID_SMALL)
-			bytes += kmalloc_size_roundup(BITS_TO_LONGS(mmcid_blk_len(k)) *
-						      sizeof(long));
-	}
-	spin_unlock_irqrestore(&s->lock, flags);
+	bytes = is_vmalloc_addr(s) ? PAGE_ALIGN(bytes) :
+		kmalloc_size_roundup(bytes);
+	raw_spin_lock_irqsave(&s->lock, flags);
+	for (k = 0; k < s->nblk && !s->dead; k++)
+		if (s->blk[k].slots)
+			bytes += kmalloc_size_roundup(mmcid_blk_len(&s->geo, k) *
+						      s->stride);
+	raw_spin_unlock_irqrestore(&s->lock, flags);
 	return bytes;
 }
 EXPORT_SYMBOL_GPL(mmcid_pcpu_memory);
@@ -703,7 +864,8 @@ EXPORT_SYMBOL_GPL(mmcid_pcpu_memory);
  * mmcid_pcpu_slots() - cid slots allocated (initialised or not)
  * @s: the storage
  *
- * Context: Any context.
+ * Context: Any context but NMI; does not sleep.  Not between
+ * mmcid_pcpu_get() and mmcid_pcpu_put() of @s.
  * Return: the number of slots in the allocated blocks.
  */
 unsigned int mmcid_pcpu_slots(struct mmcid_pcpu *s)
@@ -711,11 +873,11 @@ unsigned int mmcid_pcpu_slots(struct mmcid_pcpu *s)
 	unsigned int k, n = 0;
 	unsigned long flags;
 
-	spin_lock_irqsave(&s->lock, flags);
-	for (k = 0; k < s->nblk; k++)
-		if (*mmcid_slots_ptr(s, k))
-			n += mmcid_blk_len(k);
-	spin_unlock_irqrestore(&s->lock, flags);
+	raw_spin_lock_irqsave(&s->lock, flags);
+	for (k = 0; k < s->nblk && !s->dead; k++)
+		if (s->blk[k].slots)
+			n += mmcid_blk_len(&s->geo, k);
+	raw_spin_unlock_irqrestore(&s->lock, flags);
 	return n;
 }
 EXPORT_SYMBOL_GPL(mmcid_pcpu_slots);
@@ -732,7 +894,8 @@ static void mmcid_max_one(struct mmcid_pcpu *s, void *slot, int cid,
  * mmcid_pcpu_max_cid() - the largest cid whose slot was initialised
  * @s: the storage
  *
- * Context: Any context.
+ * Context: Any context but NMI; does not sleep.  Not between
+ * mmcid_pcpu_get() and mmcid_pcpu_put() of @s.
  * Return: that cid, or -1 if none (or after the mm was torn down).
  */
 int mmcid_pcpu_max_cid(struct mmcid_pcpu *s)
@@ -740,9 +903,9 @@ int mmcid_pcpu_max_cid(struct mmcid_pcpu *s)
 	unsigned long flags;
 	int max = -1;
 
-	spin_lock_irqsave(&s->lock, flags);
+	raw_spin_lock_irqsave(&s->lock, flags);
 	mmcid_walk(s, mmcid_max_one, &max);
-	spin_unlock_irqrestore(&s->lock, flags);
+	raw_spin_unlock_irqrestore(&s->lock, flags);
 	return max;
 }
 EXPORT_SYMBOL_GPL(mmcid_pcpu_max_cid);
@@ -751,20 +914,40 @@ EXPORT_SYMBOL_GPL(mmcid_pcpu_max_cid);
  * mmcid_pcpu_mm_gone() - has the storage's mm been torn down?
  * @s: the storage
  *
- * Context: Any context.
- * Return: true once the cid slots were folded and freed.
+ * Context: Any context but NMI; does not sleep.  Not between
+ * mmcid_pcpu_get() and mmcid_pcpu_put() of @s.
+ * Return: true once the cid slots were folded (and are being or have been
+ * freed).
  */
 bool mmcid_pcpu_mm_gone(struct mmcid_pcpu *s)
 {
 	unsigned long flags;
 	bool dead;
 
-	spin_lock_irqsave(&s->lock, flags);
+	raw_spin_lock_irqsave(&s->lock, flags);
 	dead = s->dead;
-	spin_unlock_irqrestore(&s->lock, flags);
+	raw_spin_unlock_irqrestore(&s->lock, flags);
 	return dead;
 }
 EXPORT_SYMBOL_GPL(mmcid_pcpu_mm_gone);
+
+#if IS_ENABLED(CONFIG_KUNIT)
+/**
+ * mmcid_pcpu_grow_attempts() - block allocations tried so far (KUnit only)
+ * @s: the storage
+ * @retry: set to the jiffies before which no block is tried after a
+ *	   failure, 0 if the storage is not backing off
+ *
+ * Context: Any context.
+ * Return: how many block allocations mmcid_grow() attempted.
+ */
+unsigned int mmcid_pcpu_grow_attempts(struct mmcid_pcpu *s,
+				      unsigned long *retry)
+{
+	*retry = READ_ONCE(s->grow_retry);
+	return atomic_read(&s->grow_attempts);
+}
+#endif
 
 /* ---- counter ------------------------------------------------------------------ */
 
@@ -792,7 +975,8 @@ static const struct mmcid_pcpu_ops mmcid_counter_ops = {
  * @mm: as for mmcid_pcpu_create()
  *
  * Context: Process context, may sleep.
- * Return: the counter or an ERR_PTR().
+ * Return: the counter or an ERR_PTR(), as mmcid_pcpu_create(): -EINVAL,
+ * -ENOMEM, or -EINTR when a signal is pending.
  */
 struct mmcid_counter *mmcid_counter_create(struct mm_struct *mm)
 {
@@ -807,7 +991,7 @@ EXPORT_SYMBOL_GPL(mmcid_counter_create);
  * mmcid_counter_destroy() - free a counter
  * @c: the counter (NULL or an ERR_PTR() is ignored)
  *
- * Context: Process context.
+ * Context: Process context, may sleep (see mmcid_pcpu_destroy()).
  */
 void mmcid_counter_destroy(struct mmcid_counter *c)
 {
@@ -864,7 +1048,9 @@ int __mmcid_counter_add(struct mmcid_counter *c, s64 delta, gfp_t gfp,
  *
  * Interrupt safe: the slot is updated with local64_add().
  *
- * Context: As for mmcid_pcpu_get().
+ * Context: As for mmcid_pcpu_get(): any context but NMI if @gfp cannot
+ * block, else process context that may sleep.  Not inside an access to
+ * @c's storage (between mmcid_pcpu_get() and mmcid_pcpu_put()).
  * Return: the cid whose slot was used, or MMCID_PCPU_REMOTE.
  */
 int mmcid_counter_add(struct mmcid_counter *c, s64 delta, gfp_t gfp,
@@ -886,7 +1072,9 @@ static void mmcid_sum_one(const void *slot, int cid, void *data)
  * Exact when no add runs concurrently (and after the mm is torn down);
  * with concurrent adds, as percpu_counter_sum(): each slot is read once.
  *
- * Context: Any context.
+ * Context: Any context but NMI; does not sleep.  Not inside an access to
+ * @c's storage (self-deadlock on the remote slot, which lockdep reports
+ * as recursive locking).
  * Return: the sum of every cid slot and the remote slot.
  */
 s64 mmcid_counter_sum(struct mmcid_counter *c)
@@ -973,7 +1161,10 @@ static const struct mmu_notifier_ops pn_mmcid_reg_ops = {
 	.free_notifier = pn_mmcid_reg_free,
 };
 
-/* The debugfs counter of @mm (a live mm: current's), created on demand. */
+/*
+ * The debugfs counter of @mm (a live mm: current's), created on demand.
+ * -EINTR from either mmu_notifier_get() (a signal is pending) is passed on.
+ */
 static struct mmcid_counter *pn_mmcid_counter_of(struct mm_struct *mm)
 {
 	struct mmcid_counter *ctr;
@@ -1104,8 +1295,14 @@ static ssize_t pn_mmcid_write(struct file *file, const char __user *ubuf,
 
 	/* current->mm stays alive, so its counter does too (see release). */
 	ctr = pn_mmcid_counter_of(current->mm);
-	if (IS_ERR(ctr))
-		return PTR_ERR(ctr);
+	if (IS_ERR(ctr)) {
+		ret = PTR_ERR(ctr);
+		/*
+		 * -EINTR: a pending signal made mmu_notifier_get() give up
+		 * before anything was added; restart the write after it.
+		 */
+		return ret == -EINTR ? -ERESTARTNOINTR : ret;
+	}
 	cid = mmcid_counter_add(ctr, delta, GFP_KERNEL, &cpu);
 	sum = mmcid_counter_sum(ctr);
 	s = mmcid_counter_storage(ctr);
@@ -1209,6 +1406,10 @@ void pn_mmcid_exit(void)
  * control plane for the run's lifetime) without touching its address
  * space, and the teardown check is skipped because that mm is not ours
  * to tear down.
+ *
+ * Runs execute in the control plane's workqueue, where no signal is ever
+ * pending, so mmcid_counter_create() cannot fail with -EINTR here; any
+ * error it returns ends the run with that error.
  */
 #if IS_ENABLED(CONFIG_KUNIT)
 MODULE_IMPORT_NS(EXPORTED_FOR_KUNIT_TESTING);

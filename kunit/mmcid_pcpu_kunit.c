@@ -16,12 +16,30 @@
  * real cid source is exercised by the selftest from user threads; here
  * the cid paths are driven with explicit cids (MMCID_SRC_FIXED), which go
  * through the same block, first-use and publication code.
+ *
+ * Several cases are about the context the code runs in rather than about
+ * results: on the PREEMPT_RT kernel and on the lockdep kernels
+ * (PROVE_RAW_LOCK_NESTING, DEBUG_ATOMIC_SLEEP) an allocation or a
+ * spinlock_t taken where it must not be is a splat in the console log,
+ * which fails the lane even when every expectation holds.  Fault
+ * injection uses current->fail_nth (CONFIG_FAILSLAB; the case is skipped
+ * without it): our block allocations never reclaim directly with
+ * GFP_NOWAIT, so failslab's ignore-gfp-wait does not matter, and they
+ * carry __GFP_NOWARN, so no stack is dumped.
  */
 #include <kunit/test.h>
 #include <linux/atomic.h>
+#include <linux/delay.h>
+#include <linux/jiffies.h>
 #include <linux/kthread.h>
+#include <linux/mman.h>
+#include <linux/preempt.h>
+#include <linux/sched.h>
 #include <linux/sched/mm.h>
+#include <linux/sched/signal.h>
 #include <linux/slab.h>
+#include <linux/spinlock.h>
+#include <linux/string.h>
 
 #include <pcpu_next/mmcid_pcpu.h>
 
@@ -253,7 +271,9 @@ static void mmcid_teardown(struct kunit *test)
 {
 	struct mm_struct *mm = kt_mm(test);
 	struct mmcid_counter *c, *early;
+	unsigned long retry;
 	struct mmcid_pcpu *raw;
+	unsigned int tries;
 	size_t fresh;
 	int cid, i;
 	s64 sum;
@@ -286,11 +306,520 @@ static void mmcid_teardown(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, mmcid_pcpu_memory(mmcid_counter_storage(c)), fresh);
 	KUNIT_EXPECT_EQ(test, mmcid_pcpu_max_cid(mmcid_counter_storage(c)), -1);
 
-	cid = __mmcid_counter_add(c, 1, GFP_KERNEL, MMCID_SRC_FIXED, 0, NULL);
-	KUNIT_EXPECT_EQ(test, cid, MMCID_PCPU_REMOTE);
-	KUNIT_EXPECT_EQ(test, mmcid_counter_sum(c), sum + 1);
+	/* A dead object allocates nothing, however often it is asked. */
+	tries = mmcid_pcpu_grow_attempts(mmcid_counter_storage(c), &retry);
+	for (i = 0; i < 8; i++) {
+		cid = __mmcid_counter_add(c, 1, i & 1 ? GFP_KERNEL : GFP_NOWAIT,
+					  MMCID_SRC_FIXED, 0, NULL);
+		KUNIT_EXPECT_EQ(test, cid, MMCID_PCPU_REMOTE);
+	}
+	KUNIT_EXPECT_EQ(test, mmcid_pcpu_grow_attempts(mmcid_counter_storage(c),
+						       &retry), tries);
+	KUNIT_EXPECT_EQ(test, mmcid_counter_sum(c), sum + 8);
 	mmcid_counter_destroy(c);
 	mmcid_pcpu_destroy(raw);
+}
+
+/*
+ * A caller that may not block but runs preemptible (GFP_NOWAIT or
+ * GFP_ATOMIC from process context) still gets its cid slot: the block is
+ * allocated after get left its preempt-disabled section.  Allocating, or
+ * taking a spinlock_t, inside that section instead is "BUG: sleeping
+ * function called from invalid context" on PREEMPT_RT.
+ */
+static void mmcid_nonblocking_grow(struct kunit *test)
+{
+	static const gfp_t gfps[] = { GFP_NOWAIT, GFP_ATOMIC };
+	int cids[] = { 0, nr_cpu_ids - 1 };
+	struct mm_struct *mm = kt_mm(test);
+	unsigned int i, j, used;
+	struct mmcid_pcpu_ref ref;
+	unsigned long retry;
+
+	for (i = 0; i < ARRAY_SIZE(gfps); i++) {
+		atomic_t calls = ATOMIC_INIT(0);
+		struct mmcid_counter *c;
+		struct mmcid_pcpu *s;
+		struct kt_slot *slot;
+
+		s = mmcid_pcpu_create(mm, sizeof(struct kt_slot), &kt_ops, &calls);
+		c = mmcid_counter_create(mm);
+		KUNIT_ASSERT_FALSE(test, IS_ERR(s) || IS_ERR(c));
+		used = cids[1] ? 2 : 1;
+		for (j = 0; j < used; j++) {
+			slot = __mmcid_pcpu_get(s, &ref, gfps[i], MMCID_SRC_FIXED,
+						cids[j]);
+			KUNIT_EXPECT_EQ_MSG(test, ref.cid, cids[j], "gfp %u", i);
+			KUNIT_EXPECT_EQ(test, slot->magic, MAGIC);
+			mmcid_pcpu_put(s, &ref);
+			KUNIT_EXPECT_EQ(test, __mmcid_counter_add(c, 1, gfps[i],
+								  MMCID_SRC_FIXED,
+								  cids[j], NULL),
+					cids[j]);
+		}
+		KUNIT_EXPECT_EQ(test, atomic_read(&calls), 1 + (int)used);
+		KUNIT_EXPECT_GE(test, mmcid_pcpu_grow_attempts(s, &retry), 1U);
+		KUNIT_EXPECT_LE(test, mmcid_pcpu_grow_attempts(s, &retry), used);
+		KUNIT_EXPECT_EQ(test, mmcid_counter_sum(c), (s64)used);
+		mmcid_counter_destroy(c);
+		mmcid_pcpu_destroy(s);
+	}
+	mmput(mm);
+}
+
+enum kt_atomic { KT_RAW_LOCK, KT_IRQS_OFF, KT_PREEMPT_OFF, KT_NR_ATOMIC };
+
+static const char *const kt_atomic_name[] = { "raw spinlock", "irqs off",
+					      "preempt off" };
+
+static DEFINE_RAW_SPINLOCK(kt_raw_lock);
+
+struct kt_atomic_res {
+	int cid_add;		/* __mmcid_counter_add() with a fixed cid */
+	int cid_remote;		/* mmcid_counter_add() from this kthread */
+	int cid_get;		/* __mmcid_pcpu_get() with a fixed cid */
+	s64 sum;
+};
+
+/* Use both objects with non-blocking masks; the caller is atomic. */
+static void kt_atomic_body(struct mmcid_counter *c, struct mmcid_pcpu *raw,
+			   struct kt_atomic_res *r)
+{
+	struct mmcid_pcpu_ref ref;
+
+	r->cid_add = __mmcid_counter_add(c, 3, GFP_ATOMIC, MMCID_SRC_FIXED, 0,
+					 NULL);
+	r->cid_remote = mmcid_counter_add(c, 4, GFP_NOWAIT, NULL);
+	__mmcid_pcpu_get(raw, &ref, GFP_ATOMIC, MMCID_SRC_FIXED, 0);
+	r->cid_get = ref.cid;
+	mmcid_pcpu_put(raw, &ref);
+	r->sum = mmcid_counter_sum(c);
+}
+
+static void kt_atomic_use(enum kt_atomic how, struct mmcid_counter *c,
+			  struct mmcid_pcpu *raw, struct kt_atomic_res *r)
+{
+	unsigned long flags;
+
+	switch (how) {
+	case KT_RAW_LOCK:
+		raw_spin_lock_irqsave(&kt_raw_lock, flags);
+		kt_atomic_body(c, raw, r);
+		raw_spin_unlock_irqrestore(&kt_raw_lock, flags);
+		break;
+	case KT_IRQS_OFF:
+		local_irq_save(flags);
+		kt_atomic_body(c, raw, r);
+		local_irq_restore(flags);
+		break;
+	default:
+		preempt_disable();
+		kt_atomic_body(c, raw, r);
+		preempt_enable();
+		break;
+	}
+}
+
+/*
+ * From a section that is atomic on every kernel (under a raw spinlock,
+ * with interrupts or preemption disabled) a missing block is not
+ * allocated, not even with GFP_ATOMIC, and the remote slot's lock may be
+ * taken: the caller gets the remote slot.  The old code allocated and
+ * took a spinlock_t there: "Invalid wait context" under the raw lock with
+ * PROVE_RAW_LOCK_NESTING, "sleeping function called from invalid context"
+ * on PREEMPT_RT.  The refusal must not start a backoff: the next
+ * preemptible caller grows the block.  Without CONFIG_PREEMPT_COUNT the
+ * context cannot be told and GFP_ATOMIC allocates as it always did.
+ */
+static void mmcid_atomic_caller(struct kunit *test)
+{
+	int want = IS_ENABLED(CONFIG_PREEMPT_COUNT) ? MMCID_PCPU_REMOTE : 0;
+	struct mm_struct *mm = kt_mm(test);
+	struct kt_atomic_res r;
+	unsigned long retry;
+	enum kt_atomic how;
+
+	for (how = 0; how < KT_NR_ATOMIC; how++) {
+		const char *name = kt_atomic_name[how];
+		struct mmcid_counter *c;
+		struct mmcid_pcpu *raw, *cs;
+
+		c = mmcid_counter_create(mm);
+		raw = mmcid_pcpu_create(mm, 32, NULL, NULL);
+		KUNIT_ASSERT_FALSE(test, IS_ERR(c) || IS_ERR(raw));
+		cs = mmcid_counter_storage(c);
+
+		kt_atomic_use(how, c, raw, &r);
+		KUNIT_EXPECT_EQ_MSG(test, r.cid_add, want, "%s", name);
+		KUNIT_EXPECT_EQ_MSG(test, r.cid_get, want, "%s", name);
+		KUNIT_EXPECT_EQ_MSG(test, r.cid_remote, MMCID_PCPU_REMOTE, "%s", name);
+		KUNIT_EXPECT_EQ_MSG(test, r.sum, 7LL, "%s", name);
+		if (IS_ENABLED(CONFIG_PREEMPT_COUNT)) {
+			KUNIT_EXPECT_EQ_MSG(test, mmcid_pcpu_grow_attempts(cs, &retry),
+					    0U, "%s", name);
+			KUNIT_EXPECT_EQ_MSG(test, mmcid_pcpu_grow_attempts(raw, &retry),
+					    0U, "%s", name);
+			KUNIT_EXPECT_EQ(test, mmcid_pcpu_slots(cs), 0U);
+			KUNIT_EXPECT_EQ(test, mmcid_pcpu_slots(raw), 0U);
+		}
+
+		KUNIT_EXPECT_EQ_MSG(test, __mmcid_counter_add(c, 1, GFP_NOWAIT,
+							      MMCID_SRC_FIXED, 0,
+							      NULL),
+				    0, "%s", name);
+		KUNIT_EXPECT_EQ(test, mmcid_counter_sum(c), 8LL);
+		KUNIT_EXPECT_GT(test, mmcid_pcpu_slots(cs), 0U);
+		mmcid_pcpu_destroy(raw);
+		mmcid_counter_destroy(c);
+	}
+	mmput(mm);
+}
+
+static u8 kt_pattern(int cid)
+{
+	return 0x5a ^ (u8)(cid * 37);
+}
+
+/*
+ * Every block is one allocation of at most a page, whatever the slot
+ * size, and every cid up to the largest works: the slot is fully usable
+ * (KASAN checks the bytes) and keeps its data.  The old blocks doubled
+ * without bound: four page-sized slots in block 0 already.
+ */
+static void mmcid_block_bound(struct kunit *test)
+{
+	static const size_t sizes[] = { 1, sizeof(u64), SMP_CACHE_BYTES + 1,
+					1000, PAGE_SIZE / 4 + 1, PAGE_SIZE / 2,
+					PAGE_SIZE / 2 + 1, PAGE_SIZE };
+	struct mm_struct *mm = kt_mm(test);
+	struct mmcid_pcpu_ref ref;
+	unsigned int i, n, now;
+	size_t mem, m, stride;
+	struct mmcid_pcpu *s;
+	void *p;
+	int cid;
+
+	for (i = 0; i < ARRAY_SIZE(sizes); i++) {
+		size_t size = sizes[i];
+
+		s = mmcid_pcpu_create(mm, size, NULL, NULL);
+		KUNIT_ASSERT_FALSE(test, IS_ERR(s));
+		stride = ALIGN(size, SMP_CACHE_BYTES);
+		mem = mmcid_pcpu_memory(s);
+		n = 0;
+		for (cid = 0; cid < nr_cpu_ids; cid++) {
+			p = __mmcid_pcpu_get(s, &ref, GFP_KERNEL, MMCID_SRC_FIXED,
+					     cid);
+			if (ref.cid == cid)
+				memset(p, kt_pattern(cid), size);
+			mmcid_pcpu_put(s, &ref);
+			KUNIT_EXPECT_EQ_MSG(test, ref.cid, cid, "size %zu", size);
+
+			/* At most one new block, of at most a page. */
+			now = mmcid_pcpu_slots(s);
+			KUNIT_EXPECT_LE_MSG(test, (now - n) * stride, PAGE_SIZE,
+					    "size %zu cid %d", size, cid);
+			m = mmcid_pcpu_memory(s);
+			KUNIT_EXPECT_LE_MSG(test, m - mem, PAGE_SIZE,
+					    "size %zu cid %d", size, cid);
+			n = now;
+			mem = m;
+		}
+		KUNIT_EXPECT_EQ(test, n, nr_cpu_ids);
+		KUNIT_EXPECT_EQ(test, mmcid_pcpu_max_cid(s), (int)nr_cpu_ids - 1);
+		for (cid = 0; cid < nr_cpu_ids; cid++) {
+			p = __mmcid_pcpu_get(s, &ref, GFP_KERNEL, MMCID_SRC_FIXED,
+					     cid);
+			KUNIT_EXPECT_NULL_MSG(test, memchr_inv(p, kt_pattern(cid), size),
+					      "size %zu cid %d", size, cid);
+			mmcid_pcpu_put(s, &ref);
+		}
+		mmcid_pcpu_destroy(s);
+	}
+	mmput(mm);
+}
+
+#if IS_ENABLED(CONFIG_FAILSLAB)
+/* The n-th fault-injectable allocation of this task fails (0: none). */
+static void kt_fail_nth(unsigned int n)
+{
+	WRITE_ONCE(current->fail_nth, n);
+}
+
+static unsigned int kt_fail_left(void)
+{
+	return READ_ONCE(current->fail_nth);
+}
+#else
+static void kt_fail_nth(unsigned int n)
+{
+}
+
+static unsigned int kt_fail_left(void)
+{
+	return 0;
+}
+#endif
+
+/*
+ * After a failed block allocation the storage backs off: until the
+ * deadline it hands out the remote slot without trying again, whether the
+ * caller may block or not; after it, the next caller grows the block.
+ * The old code retried on every call (the second call here got cid 0).
+ */
+static void mmcid_grow_backoff(struct kunit *test)
+{
+	unsigned long start, retry, now_retry;
+	unsigned int i, in_window = 0;
+	struct mmcid_counter *c;
+	struct mm_struct *mm;
+	struct mmcid_pcpu *s;
+	s64 added = 0;
+	int cid;
+
+	if (!IS_ENABLED(CONFIG_FAILSLAB))
+		kunit_skip(test, "needs CONFIG_FAILSLAB (current->fail_nth)");
+	mm = kt_mm(test);
+	c = mmcid_counter_create(mm);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(c));
+	s = mmcid_counter_storage(c);
+	KUNIT_EXPECT_EQ(test, mmcid_pcpu_grow_attempts(s, &retry), 0U);
+	KUNIT_EXPECT_EQ(test, retry, 0UL);
+
+	start = jiffies;
+	kt_fail_nth(1);
+	cid = __mmcid_counter_add(c, 1, GFP_NOWAIT, MMCID_SRC_FIXED, 0, NULL);
+	added++;
+	i = kt_fail_left();
+	kt_fail_nth(0);
+	KUNIT_ASSERT_EQ(test, mmcid_pcpu_grow_attempts(s, &retry), 1U);
+	if (i) {
+		mmcid_counter_destroy(c);
+		mmput(mm);
+		kunit_skip(test, "failslab did not fail the block allocation");
+	}
+	KUNIT_EXPECT_EQ(test, cid, MMCID_PCPU_REMOTE);
+	KUNIT_EXPECT_EQ(test, mmcid_pcpu_slots(s), 0U);
+	KUNIT_ASSERT_NE(test, retry, 0UL);
+	KUNIT_EXPECT_TRUE(test, time_after(retry, start));
+	KUNIT_EXPECT_LE(test, retry - start, 2UL * HZ);	/* bounded */
+
+	for (i = 0; i < 200; i++) {
+		cid = __mmcid_counter_add(c, 1, i & 1 ? GFP_KERNEL : GFP_NOWAIT,
+					  MMCID_SRC_FIXED, 0, NULL);
+		added++;
+		if (!time_before(jiffies, retry))
+			break;	/* the window closed (a slow host): stop */
+		in_window++;
+		KUNIT_EXPECT_EQ(test, cid, MMCID_PCPU_REMOTE);
+		KUNIT_EXPECT_EQ(test, mmcid_pcpu_grow_attempts(s, &now_retry), 1U);
+		KUNIT_EXPECT_EQ(test, now_retry, retry);
+	}
+	KUNIT_EXPECT_GT(test, in_window, 0U);
+
+	while (time_before(jiffies, retry))
+		msleep(20);
+	cid = __mmcid_counter_add(c, 1, GFP_KERNEL, MMCID_SRC_FIXED, 0, NULL);
+	added++;
+	KUNIT_EXPECT_EQ(test, cid, 0);
+	KUNIT_EXPECT_GE(test, mmcid_pcpu_grow_attempts(s, &retry), 2U);
+	KUNIT_EXPECT_EQ(test, retry, 0UL);
+	KUNIT_EXPECT_EQ(test, mmcid_counter_sum(c), added);
+	mmcid_counter_destroy(c);
+	mmput(mm);
+}
+
+/*
+ * The remote-slot locks of two objects nest: each object has its own
+ * lockdep class.  With one class for all of them lockdep called this
+ * "possible recursive locking".
+ */
+static void mmcid_nested_objects(struct kunit *test)
+{
+	struct mm_struct *mm = kt_mm(test);
+	struct mmcid_counter *a, *b;
+	struct mmcid_pcpu_ref ref;
+	struct mmcid_pcpu *raw;
+	int ca, cb, craw;
+	s64 sa, sb;
+	size_t mb;
+
+	a = mmcid_counter_create(mm);
+	b = mmcid_counter_create(mm);
+	raw = mmcid_pcpu_create(mm, 16, NULL, NULL);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(a) || IS_ERR(b) || IS_ERR(raw));
+	KUNIT_ASSERT_NULL(test, current->mm);	/* a kthread: remote slots */
+
+	mmcid_pcpu_get(raw, &ref, GFP_KERNEL);
+	craw = ref.cid;
+	ca = mmcid_counter_add(a, 2, GFP_ATOMIC, NULL);
+	sa = mmcid_counter_sum(a);
+	cb = mmcid_counter_add(b, 3, GFP_ATOMIC, NULL);
+	sb = mmcid_counter_sum(b);
+	mb = mmcid_pcpu_memory(mmcid_counter_storage(b));
+	mmcid_pcpu_put(raw, &ref);
+
+	KUNIT_EXPECT_EQ(test, craw, MMCID_PCPU_REMOTE);
+	KUNIT_EXPECT_EQ(test, ca, MMCID_PCPU_REMOTE);
+	KUNIT_EXPECT_EQ(test, cb, MMCID_PCPU_REMOTE);
+	KUNIT_EXPECT_EQ(test, sa, 2LL);
+	KUNIT_EXPECT_EQ(test, sb, 3LL);
+	KUNIT_EXPECT_GT(test, mb, (size_t)0);
+	mmcid_pcpu_destroy(raw);
+	mmcid_counter_destroy(b);
+	mmcid_counter_destroy(a);
+	mmput(mm);
+}
+
+/* Counts the callbacks; fini poisons, so fold or fini after it is seen. */
+struct kt_life {
+	atomic_t init;
+	atomic_t fold;
+	atomic_t fini;
+	atomic_t bad;
+};
+
+static void kt_life_init(void *slot, void *arg)
+{
+	struct kt_life *l = arg;
+	struct kt_slot *s = slot;
+
+	s->magic = MAGIC;
+	s->val = 0;
+	atomic_inc(&l->init);
+}
+
+static void kt_life_fold(void *remote, const void *slot, void *arg)
+{
+	const struct kt_slot *s = slot;
+	struct kt_slot *r = remote;
+	struct kt_life *l = arg;
+
+	if (s->magic != MAGIC || r->magic != MAGIC)
+		atomic_inc(&l->bad);
+	r->val += s->val;
+	atomic_inc(&l->fold);
+}
+
+static void kt_life_fini(void *slot, void *arg)
+{
+	struct kt_life *l = arg;
+	struct kt_slot *s = slot;
+
+	if (s->magic != MAGIC)
+		atomic_inc(&l->bad);
+	s->magic = 0;
+	atomic_inc(&l->fini);
+}
+
+static const struct mmcid_pcpu_ops kt_life_ops = {
+	.init = kt_life_init,
+	.fold = kt_life_fold,
+	.fini = kt_life_fini,
+};
+
+/* Use cids 0..n-1 (cid i adds i + 1, cid 0 twice) and the remote slot. */
+static u64 kt_life_use(struct mmcid_pcpu *s, int n)
+{
+	struct mmcid_pcpu_ref ref;
+	struct kt_slot *slot;
+	u64 sum = 0;
+	int cid;
+
+	for (cid = 0; cid < n; cid++) {
+		slot = kt_get(s, &ref, cid);
+		slot->val += cid + 1;
+		sum += cid + 1;
+		mmcid_pcpu_put(s, &ref);
+	}
+	slot = kt_get(s, &ref, 0);
+	slot->val++;
+	sum++;
+	mmcid_pcpu_put(s, &ref);
+	slot = mmcid_pcpu_get(s, &ref, GFP_KERNEL);	/* a kthread: remote */
+	slot->val += 100;
+	mmcid_pcpu_put(s, &ref);
+	return sum;
+}
+
+/*
+ * Every slot init set up is finalised exactly once: at destroy while the
+ * mm lives (cid slots unfolded); at mm teardown for the cid slots, after
+ * they were folded, and at destroy for the remote slot.
+ */
+static void mmcid_fini_balance(struct kunit *test)
+{
+	struct mm_struct *mm = kt_mm(test);
+	int n = min_t(int, nr_cpu_ids, 8);
+	struct kt_life life = {}, life2 = {};
+	struct mmcid_pcpu_ref ref;
+	struct mmcid_pcpu *s;
+	struct kt_slot *slot;
+	u64 sum;
+
+	s = mmcid_pcpu_create(mm, sizeof(struct kt_slot), &kt_life_ops, &life);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(s));
+	KUNIT_EXPECT_EQ(test, atomic_read(&life.init), 1);
+	kt_life_use(s, n);
+	KUNIT_EXPECT_EQ(test, atomic_read(&life.init), n + 1);
+	KUNIT_EXPECT_EQ(test, atomic_read(&life.fini), 0);
+	mmcid_pcpu_destroy(s);
+	KUNIT_EXPECT_EQ(test, atomic_read(&life.fini), n + 1);
+	KUNIT_EXPECT_EQ(test, atomic_read(&life.fold), 0);
+	KUNIT_EXPECT_EQ(test, atomic_read(&life.bad), 0);
+
+	s = mmcid_pcpu_create(mm, sizeof(struct kt_slot), &kt_life_ops, &life2);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(s));
+	sum = kt_life_use(s, n);
+	mmput(mm);	/* teardown: fold, then fini of the cid slots */
+	KUNIT_EXPECT_TRUE(test, mmcid_pcpu_mm_gone(s));
+	KUNIT_EXPECT_EQ(test, atomic_read(&life2.fold), n);
+	KUNIT_EXPECT_EQ(test, atomic_read(&life2.fini), n);
+	KUNIT_EXPECT_EQ(test, atomic_read(&life2.bad), 0);
+	slot = mmcid_pcpu_get(s, &ref, GFP_KERNEL);
+	KUNIT_EXPECT_EQ(test, slot->magic, MAGIC);	/* remote not finalised */
+	KUNIT_EXPECT_EQ(test, slot->val, sum + 100);
+	mmcid_pcpu_put(s, &ref);
+	mmcid_pcpu_destroy(s);
+	KUNIT_EXPECT_EQ(test, atomic_read(&life2.init), n + 1);
+	KUNIT_EXPECT_EQ(test, atomic_read(&life2.fini), n + 1);
+	KUNIT_EXPECT_EQ(test, atomic_read(&life2.bad), 0);
+}
+
+/*
+ * mmu_notifier_get() fails with -EINTR when a signal is pending while it
+ * takes all locks of an mm that has VMAs (mm_take_all_locks()).  create
+ * passes -EINTR on and has set nothing up that would need a fini; the same
+ * call succeeds once the signal is gone.  TIF_NOTIFY_SIGNAL stands in for
+ * the signal: signal_pending() sees it, nothing is delivered.
+ */
+static void mmcid_create_eintr(struct kunit *test)
+{
+	struct kt_life life = {};
+	struct mmcid_pcpu *s;
+	unsigned long addr;
+
+	addr = kunit_vm_mmap(test, NULL, 0, PAGE_SIZE, PROT_READ,
+			     MAP_PRIVATE | MAP_ANONYMOUS, 0);
+	KUNIT_ASSERT_TRUE_MSG(test, addr && !IS_ERR_VALUE(addr), "no VMA");
+	KUNIT_ASSERT_NOT_NULL(test, current->mm);
+
+	set_thread_flag(TIF_NOTIFY_SIGNAL);
+	s = mmcid_pcpu_create(current->mm, sizeof(struct kt_slot),
+			      &kt_life_ops, &life);
+	clear_notify_signal();
+	KUNIT_EXPECT_EQ(test, PTR_ERR_OR_ZERO(s), -EINTR);
+	if (!IS_ERR(s))
+		mmcid_pcpu_destroy(s);
+	KUNIT_EXPECT_EQ(test, atomic_read(&life.init), atomic_read(&life.fini));
+
+	s = mmcid_pcpu_create(current->mm, sizeof(struct kt_slot),
+			      &kt_life_ops, &life);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(s));
+	mmcid_pcpu_destroy(s);
+	KUNIT_EXPECT_GT(test, atomic_read(&life.init), 0);
+	KUNIT_EXPECT_EQ(test, atomic_read(&life.init), atomic_read(&life.fini));
+	KUNIT_EXPECT_EQ(test, atomic_read(&life.bad), 0);
 }
 
 struct kt_parse_case {
@@ -345,6 +874,13 @@ static struct kunit_case mmcid_cases[] = {
 	KUNIT_CASE(mmcid_remote_kthread),
 	KUNIT_CASE(mmcid_for_each),
 	KUNIT_CASE(mmcid_teardown),
+	KUNIT_CASE(mmcid_nonblocking_grow),
+	KUNIT_CASE(mmcid_atomic_caller),
+	KUNIT_CASE(mmcid_block_bound),
+	KUNIT_CASE(mmcid_grow_backoff),
+	KUNIT_CASE(mmcid_nested_objects),
+	KUNIT_CASE(mmcid_fini_balance),
+	KUNIT_CASE(mmcid_create_eintr),
 	KUNIT_CASE(mmcid_parse),
 	{}
 };

@@ -19,16 +19,30 @@ struct mmcid_counter;
 
 /**
  * struct mmcid_pcpu_ops - how the slots of a storage object are managed
- * @init: called once for every slot before its first use, with interrupts
- *	  disabled; must not sleep.  NULL: slots start zeroed.
+ * @init: called once for every slot before its first use and must not
+ *	  sleep.  For the remote slot in mmcid_pcpu_create() (process
+ *	  context); for a cid slot by the cid's owner with preemption and
+ *	  interrupts disabled, on PREEMPT_RT too, so there it must not
+ *	  allocate or take a sleeping lock (spinlock_t on PREEMPT_RT).  NULL:
+ *	  slots start zeroed.
  * @fold: called when the mm is torn down, for every initialised cid slot,
- *	  under the storage lock with interrupts disabled: merge @slot into
- *	  @remote (the remote slot) so that no information is lost when the
- *	  cid slots are freed.  NULL: the cid slots are simply dropped.
+ *	  under the storage's raw spinlock with interrupts disabled (the
+ *	  same rules as for @init on a cid slot): merge @slot into @remote
+ *	  (the remote slot) so that no information is lost when the cid
+ *	  slots are freed.  NULL: the cid slots are simply dropped.
+ * @fini: called once for every initialised slot (the remote slot, and
+ *	  every cid slot that was used), when its memory is freed: for cid slots
+ *	  after @fold at mm teardown (from the mmu_notifier's ->release) or in
+ *	  mmcid_pcpu_destroy() if the mm is still alive then; for the remote
+ *	  slot in mmcid_pcpu_destroy().  Process context, no lock of the
+ *	  storage held, may sleep; the slot is unreachable by then (at mm
+ *	  teardown the remote slot may still be in use meanwhile).  NULL:
+ *	  nothing to release.
  */
 struct mmcid_pcpu_ops {
 	void (*init)(void *slot, void *arg);
 	void (*fold)(void *remote, const void *slot, void *arg);
+	void (*fini)(void *slot, void *arg);
 };
 
 /**
@@ -36,7 +50,7 @@ struct mmcid_pcpu_ops {
  * @slot: the slot to use until mmcid_pcpu_put()
  * @cid: the mm_cid whose slot it is, or MMCID_PCPU_REMOTE
  * @cpu: the CPU the caller ran on when it got the slot
- * @flags: saved interrupt state (remote slot only)
+ * @flags: saved interrupt state (remote slot only; its lock is held)
  */
 struct mmcid_pcpu_ref {
 	void *slot;
@@ -81,6 +95,11 @@ void *__mmcid_pcpu_get(struct mmcid_pcpu *s, struct mmcid_pcpu_ref *ref,
 int __mmcid_counter_add(struct mmcid_counter *c, s64 delta, gfp_t gfp,
 			enum mmcid_src src, int cid, unsigned int *cpu);
 int pn_mmcid_parse(const char *buf, size_t len, s64 *delta);
+#if IS_ENABLED(CONFIG_KUNIT)
+/* KUnit only: block allocations tried, and the backoff deadline. */
+unsigned int mmcid_pcpu_grow_attempts(struct mmcid_pcpu *s,
+				      unsigned long *retry);
+#endif
 int pn_mmcid_init(void);
 void pn_mmcid_exit(void);
 
