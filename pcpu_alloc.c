@@ -600,8 +600,11 @@ static struct pn_chunk *pn_chunk_create(struct pn_cache *c, gfp_t gfp)
 	struct pn_chunk *ch;
 
 	might_sleep();
-	/* Chunks are shared by every user: never charged to this caller. */
-	gfp &= ~(__GFP_ZERO | __GFP_ACCOUNT);
+	/*
+	 * Chunks are shared by every user: never charged to this caller.  A
+	 * failure is the caller's NULL (and chunk_fails), not a warning.
+	 */
+	gfp = (gfp & ~(__GFP_ZERO | __GFP_ACCOUNT)) | __GFP_NOWARN;
 	if (pn_should_fail_chunk())
 		goto fail;
 	ch = kzalloc(struct_size(ch, free_map, BITS_TO_LONGS(c->nr_objs)), gfp);
@@ -674,10 +677,12 @@ static bool pn_chunk_release(struct pn_cache *c, struct pn_chunk *ch)
 
 /*
  * Release the chunks on @list (unlinked, all objects free); link back the
- * ones whose tree entry could not be erased.  Returns the objects freed.
+ * ones whose tree entry could not be erased (counted in *@failed if
+ * @failed).  Returns the objects freed.
  */
 static unsigned long pn_chunks_release(struct pn_cache *c,
-				       struct list_head *list)
+				       struct list_head *list,
+				       unsigned long *failed)
 {
 	unsigned long freed = 0, released = 0;
 	struct pn_chunk *ch, *tch;
@@ -698,6 +703,8 @@ static unsigned long pn_chunks_release(struct pn_cache *c,
 		list_del(&ch->list);
 		pn_chunk_link(c, ch);
 		c->release_fails++;
+		if (failed)
+			(*failed)++;
 	}
 	spin_unlock_irqrestore(&c->lock, flags);
 	return freed;
@@ -1161,8 +1168,9 @@ static void __percpu *__pn_cache_alloc(struct pn_cache *c, size_t size,
  * whatever its previous user left in it.
  *
  * Context: Process context if @gfp allows blocking.  Otherwise any context
- * in which a spinlock_t may be taken: not NMI, and on PREEMPT_RT neither
- * hard-IRQ context nor under a raw_spinlock_t.
+ * in which a spinlock_t may be taken: not NMI, never under a
+ * raw_spinlock_t, and on PREEMPT_RT neither hard-IRQ context nor a section
+ * with preemption or interrupts disabled (a spinlock_t section is fine).
  * Return: a __percpu pointer, or NULL if no memory (or the constructor
  * failed, which the caller sees as -ENOMEM).
  */
@@ -1211,7 +1219,7 @@ EXPORT_SYMBOL_GPL(pn_cache_free);
 static unsigned long pn_cache_reclaim(struct pn_cache *c, unsigned long nr,
 				      unsigned long *scanned, bool all)
 {
-	unsigned long flags, freed = 0, seen = 0;
+	unsigned long flags, freed = 0, seen = 0, failed = 0;
 	struct pn_mag *m, *tm;
 	LIST_HEAD(chunks);
 	LIST_HEAD(mags);
@@ -1246,13 +1254,14 @@ static unsigned long pn_cache_reclaim(struct pn_cache *c, unsigned long nr,
 			c->nr_empty_mags--;
 		}
 		spin_unlock_irqrestore(&c->lock, flags);
-		freed += pn_chunks_release(c, &chunks);
+		freed += pn_chunks_release(c, &chunks, &failed);
 		INIT_LIST_HEAD(&chunks);
 		list_for_each_entry_safe(m, tm, &mags, list)
 			kfree(m);
 		INIT_LIST_HEAD(&mags);
 		cond_resched();
-	} while (progress && seen < nr);
+		/* A failed release is not retried at once: memory is short. */
+	} while (progress && !failed && seen < nr);
 	if (scanned)
 		*scanned += seen;
 	return freed;
@@ -1432,7 +1441,7 @@ struct pn_cache *pn_cache_create(const char *name, size_t size, size_t align,
 	refcount_set(&c->refs, 1);
 	init_completion(&c->unpinned);
 
-	c->cpu = alloc_percpu(struct pn_cpu_cache);
+	c->cpu = alloc_percpu_gfp(struct pn_cpu_cache, GFP_KERNEL | __GFP_NOWARN);
 	if (!c->cpu) {
 		ret = -ENOMEM;
 		goto free_cache;
@@ -1545,7 +1554,7 @@ unsigned long pn_cache_destroy(struct pn_cache *cache)
 
 	list_for_each_entry_safe(m, tm, &mags, list)
 		kfree(m);
-	pn_chunks_release(c, &chunks);
+	pn_chunks_release(c, &chunks, NULL);
 	live += atomic_long_read(&c->nr_direct);
 
 	spin_lock_irqsave(&c->lock, flags);
