@@ -79,7 +79,8 @@
  *  - cache->lock (spinlock_t, IRQ-safe): depot lists, chunk lists and every
  *    chunk's free_map/nr_free, the depot counters.  Nests inside the local
  *    lock.  Nothing is allocated, freed or constructed under it, and it is
- *    held for bounded work only (reclaim flushes a few magazines at a time).
+ *    held for bounded work only (reclaim flushes a few magazines at a time,
+ *    destroy drains one CPU at a time).
  *  - pn_caches_lock (mutex): the list of caches.  Never held across an
  *    allocation, a constructor or a destructor.
  *  - pn_shrink_lock (mutex, trylocked by the shrinker): one scan at a time
@@ -92,8 +93,10 @@
  *    (c) by pn_cache_destroy(), when the caller guarantees no other use.
  *  - Lifetime against the shrinker: a scan pins each cache (cache->refs)
  *    under pn_caches_lock and works on it after dropping that lock; destroy
- *    unlinks the cache, then waits for the pins to go (cache->unpinned).
- *    So destructors run with no lock that create or destroy takes.
+ *    unlinks the cache, waits for the pins to go (cache->unpinned), then
+ *    cancels drain_work and maint_work.  A scan runs no destructor and
+ *    waits for nothing, so a destructor (which runs in process context,
+ *    see Reclaim) may create and destroy other caches.
  *
  * GFP
  *  - The kernel allocator (chunks, magazines, tree nodes) is only called
@@ -101,7 +104,9 @@
  *  - A request that cannot block (GFP_NOWAIT, GFP_ATOMIC) is served from
  *    magazines, depot and chunks, including a reserve of free chunk
  *    objects (cache->reserve) that blocking requests leave alone once a
- *    non-blocking request has been seen; it never creates a chunk.  If
+ *    non-blocking request has been seen, and that non-blocking requests
+ *    take one object at a time (no CPU's magazine swallows it); it never
+ *    creates a chunk.  If
  *    nothing is left it kicks cache->maint_work (which refills the reserve
  *    in process context) and, for caches without a constructor, falls back
  *    to __alloc_percpu_gfp() with the caller's gfp, which the kernel serves
@@ -137,16 +142,24 @@
  * alloc_percpu() semantics and dominates the cost when possible CPUs are
  * many; a constructor cache (objects kept in constructed state) avoids it.
  *
- * Reclaim: the shrinker counts full depot magazines, free chunks beyond the
- * reserve and what the CPUs' magazines may hold.  Its scan honours
- * nr_to_scan: it flushes depot magazines a few at a time and releases free
- * chunks (destructors run there, no pcpu_next lock held that anyone waits
- * for), then queues the cache's drain_work, which empties the CPUs'
- * magazines from process context (the shrinker itself must not take the
- * CPU hotplug lock).  A chunk created for a waiting allocation is never
- * seen free by the shrinker: pn_grow() links it with the caller's object
- * already taken.  A dead CPU's magazines are drained by the cpuhp
- * multi-instance "dead" callback (one instance per cache).
+ * Reclaim: the shrinker counts full depot magazines, the free chunks it
+ * would release (beyond the reserve) and what the CPUs' magazines may hold.
+ * Its scan honours nr_to_scan: it flushes depot magazines a few at a time
+ * and unlinks free chunks, under the cache lock only; it runs no
+ * destructor and drains no CPU, because memory reclaim can run under the
+ * kernel's per-CPU allocator mutex (a GFP_KERNEL __alloc_percpu_gfp()
+ * filling pages) or the CPU hotplug lock.  It hands the unlinked chunks to
+ * the cache's drain_work (WQ_MEM_RECLAIM), which releases them in process
+ * context and, when the scan found the CPUs' magazines out of its reach,
+ * empties them by per-CPU work and reclaims what that freed.  (The kernel
+ * returns freed per-CPU pages to the page allocator asynchronously in any
+ * case.)  A scan that reaches nothing returns SHRINK_STOP.  So destructors
+ * run only in process context with no pcpu_next lock held: from
+ * drain_work, pn_cache_shrink() and pn_cache_destroy().  A chunk created
+ * for a waiting allocation is never seen free by the shrinker: pn_grow()
+ * links it with the caller's object already taken.  A dead CPU's
+ * magazines are drained by the cpuhp multi-instance "dead" callback (one
+ * instance per cache).
  *
  * Observability: /sys/kernel/debug/pcpu_next/alloc/stats (0400) has a row
  * per cache; alloc/fail_next_chunks (0600) reads and sets how many of the
@@ -171,6 +184,7 @@
 #include <linux/cpu.h>
 #include <linux/cpuhotplug.h>
 #include <linux/debugfs.h>
+#include <linux/delay.h>
 #include <linux/fault-inject.h>
 #include <linux/kernel.h>
 #include <linux/list.h>
@@ -209,6 +223,7 @@
 #define PN_EMPTY_MAGS_MIN	2U	/* empty magazines maint_work keeps */
 #define PN_RECLAIM_BATCH	4U	/* depot magazines flushed per lock hold */
 #define PN_MAINT_CHUNKS		4U	/* chunks one maint_work run may add */
+#define PN_DESTROY_TRIES	8U	/* destroy's attempts at a failing release */
 #define PN_POISON		0x6b
 #define PN_ZERO_WORDS_MAX	64U	/* zero up to this with word stores */
 #define PN_LEAKS_LISTED		16U
@@ -289,6 +304,8 @@ struct pn_cache {
 	struct list_head chunks_partial;
 	struct list_head chunks_free;
 	struct list_head chunks_full;
+	struct list_head chunks_dying;	/* unlinked by a scan, released by drain_work */
+	bool drain_wanted;		/* a scan asked drain_work to drain the CPUs */
 	unsigned long nr_chunks;
 	unsigned long nr_free_chunks;
 	unsigned long nr_chunk_free;	/* free objects in all chunks */
@@ -307,7 +324,7 @@ struct pn_cache {
 	atomic_long_t poison_errors;
 	atomic_long_t bad_frees;
 	struct work_struct maint_work;	/* refill the reserve, top up empty magazines */
-	struct work_struct drain_work;	/* shrinker: drain the CPUs, then reclaim */
+	struct work_struct drain_work;	/* after a scan: release, drain, reclaim */
 	refcount_t refs;		/* creation + each shrinker pin */
 	struct completion unpinned;	/* refs reached 0 */
 	struct hlist_node cpuhp_node;
@@ -413,27 +430,47 @@ static void pn_chunk_put_idx(struct pn_cache *c, struct pn_chunk *ch,
 	}
 }
 
-/* Give an object that is not free in its chunk back to the chunk. */
+/*
+ * Give an object that is not free in its chunk back to the chunk.  A
+ * pointer that is no object of this cache (a misuse the magazines took in
+ * without looking) is counted, reported and dropped here.
+ */
 static void pn_chunk_put_obj(struct pn_cache *c, void __percpu *obj)
 {
-	struct pn_chunk *ch = pn_chunk_lookup(obj);
+	struct pn_chunk *ch;
 
+	lockdep_assert_held(&c->lock);
+	rcu_read_lock();
+	ch = pn_chunk_lookup(obj);
+	if (unlikely(!ch || ch->cache != c ||
+		     (pn_addr(obj) - pn_addr(ch->base)) % c->size ||
+		     test_bit(pn_idx(c, ch, obj), ch->free_map))) {
+		rcu_read_unlock();
+		atomic_long_inc(&c->bad_frees);
+		pr_err_ratelimited("%s: a freed pointer was not a live object of this cache; dropped\n",
+				   c->name);
+		return;
+	}
+	rcu_read_unlock();
 	pn_chunk_put_idx(c, ch, pn_idx(c, ch, obj));
 }
 
 /*
- * How many of @want objects a request may take from the chunks: all of
- * them for a non-blocking request, all but the reserve otherwise.
+ * How many of @want objects a request may take from the chunks: what lies
+ * beyond the reserve; once only the reserve is left, nothing for a
+ * blocking request (it creates a chunk) and one object at a time for a
+ * non-blocking one (so that no CPU's magazine swallows the reserve).
  */
 static unsigned int pn_takeable(struct pn_cache *c, bool atomic,
 				unsigned int want)
 {
 	unsigned long avail = c->nr_chunk_free;
+	unsigned long keep = READ_ONCE(c->reserve_on) ? c->reserve : 0;
 
 	lockdep_assert_held(&c->lock);
-	if (!atomic && READ_ONCE(c->reserve_on))
-		avail = avail > c->reserve ? avail - c->reserve : 0;
-	return min_t(unsigned long, avail, want);
+	if (avail > keep)
+		return min_t(unsigned long, avail - keep, want);
+	return atomic && avail && want ? 1 : 0;
 }
 
 /* Take up to @n free objects out of the chunks; partial chunks first. */
@@ -496,20 +533,6 @@ static void pn_drain_cpu(struct pn_cache *c, struct pn_cpu_cache *cc)
 		list_add(&mags[i]->list, &c->empty_mags);
 		c->nr_empty_mags++;
 		c->nr_cpu_mags--;
-	}
-}
-
-static void pn_depot_flush_all(struct pn_cache *c)
-{
-	struct pn_mag *m;
-
-	lockdep_assert_held(&c->lock);
-	while ((m = list_first_entry_or_null(&c->full_mags, struct pn_mag,
-					     list))) {
-		pn_mag_flush(c, m);
-		list_move(&m->list, &c->empty_mags);
-		c->nr_full_mags--;
-		c->nr_empty_mags++;
 	}
 }
 
@@ -1210,21 +1233,26 @@ void pn_cache_free(struct pn_cache *cache, void __percpu *obj)
 EXPORT_SYMBOL_GPL(pn_cache_free);
 
 /*
- * Reclaim from one cache, in process context: flush full depot magazines
- * PN_RECLAIM_BATCH at a time (the lock is dropped in between, so interrupts
- * are never off for a whole depot), release free chunks beyond the reserve
- * (all free chunks if @all), free surplus empty magazines.  Stops once
- * @nr objects were scanned.  Returns the objects released with chunks.
+ * Reclaim from one cache: flush full depot magazines PN_RECLAIM_BATCH at a
+ * time (the lock is dropped in between, so interrupts are never off for a
+ * whole depot), unlink free chunks beyond the reserve (all free chunks if
+ * @all), free surplus empty magazines.  Stops once @nr objects were
+ * scanned.  The unlinked chunks are released here (process context, no
+ * lock held: destructors run), or with @defer (the shrinker: memory
+ * reclaim must not run destructors) handed to drain_work.  Returns the
+ * objects released, or handed over for release.
  */
 static unsigned long pn_cache_reclaim(struct pn_cache *c, unsigned long nr,
-				      unsigned long *scanned, bool all)
+				      unsigned long *scanned, bool all,
+				      bool defer)
 {
 	unsigned long flags, freed = 0, seen = 0, failed = 0;
 	struct pn_mag *m, *tm;
+	struct pn_chunk *ch;
 	LIST_HEAD(chunks);
 	LIST_HEAD(mags);
+	bool progress, handed;
 	unsigned int i;
-	bool progress;
 
 	do {
 		progress = false;
@@ -1253,8 +1281,17 @@ static unsigned long pn_cache_reclaim(struct pn_cache *c, unsigned long nr,
 			list_move(&m->list, &mags);
 			c->nr_empty_mags--;
 		}
+		handed = defer && !list_empty(&chunks);
+		if (handed) {
+			list_for_each_entry(ch, &chunks, list)
+				freed += c->nr_objs;
+			list_splice_init(&chunks, &c->chunks_dying);
+		}
 		spin_unlock_irqrestore(&c->lock, flags);
-		freed += pn_chunks_release(c, &chunks, &failed);
+		if (handed)
+			queue_work(pn_maint_wq, &c->drain_work);
+		else if (!defer)
+			freed += pn_chunks_release(c, &chunks, &failed);
 		INIT_LIST_HEAD(&chunks);
 		list_for_each_entry_safe(m, tm, &mags, list)
 			kfree(m);
@@ -1313,13 +1350,29 @@ static void pn_drain_all_cpus(struct pn_cache *c)
 	mutex_unlock(&pn_drain_lock);
 }
 
-/* drain_work: what the shrinker cannot do itself. */
+/*
+ * drain_work: what a shrinker scan leaves to process context.  Release
+ * the chunks it unlinked (destructors run here, with no lock held), and if
+ * it asked for it, empty the CPUs' magazines (that takes the CPU hotplug
+ * lock) and reclaim what that freed, beyond the reserve.
+ */
 static void pn_drain_work_fn(struct work_struct *work)
 {
 	struct pn_cache *c = container_of(work, struct pn_cache, drain_work);
+	unsigned long flags;
+	LIST_HEAD(chunks);
+	bool drain;
 
-	pn_drain_all_cpus(c);
-	pn_cache_reclaim(c, ULONG_MAX, NULL, false);
+	spin_lock_irqsave(&c->lock, flags);
+	list_splice_init(&c->chunks_dying, &chunks);
+	drain = c->drain_wanted;
+	c->drain_wanted = false;
+	spin_unlock_irqrestore(&c->lock, flags);
+	pn_chunks_release(c, &chunks, NULL);
+	if (drain) {
+		pn_drain_all_cpus(c);
+		pn_cache_reclaim(c, ULONG_MAX, NULL, false, false);
+	}
 }
 
 /**
@@ -1340,7 +1393,7 @@ unsigned long pn_cache_shrink(struct pn_cache *cache)
 	might_sleep();
 	if (!(cache->flags & PN_CACHE_LOCKED))
 		pn_drain_all_cpus(cache);
-	return pn_cache_reclaim(cache, ULONG_MAX, NULL, false);
+	return pn_cache_reclaim(cache, ULONG_MAX, NULL, false, false);
 }
 EXPORT_SYMBOL_GPL(pn_cache_shrink);
 
@@ -1435,6 +1488,7 @@ struct pn_cache *pn_cache_create(const char *name, size_t size, size_t align,
 	INIT_LIST_HEAD(&c->chunks_partial);
 	INIT_LIST_HEAD(&c->chunks_free);
 	INIT_LIST_HEAD(&c->chunks_full);
+	INIT_LIST_HEAD(&c->chunks_dying);
 	INIT_LIST_HEAD(&c->shrink_node);
 	INIT_WORK(&c->maint_work, pn_maint_fn);
 	INIT_WORK(&c->drain_work, pn_drain_work_fn);
@@ -1512,14 +1566,14 @@ static void pn_cache_free_struct(struct pn_cache *c)
  */
 unsigned long pn_cache_destroy(struct pn_cache *cache)
 {
+	unsigned long flags, live = 0, stuck;
 	struct pn_cache *c = cache;
-	unsigned long flags, live = 0;
+	unsigned int cpu, tries;
 	LIST_HEAD(chunks);
 	struct pn_mag *m, *tm;
 	struct pn_chunk *ch;
+	bool empty, busy;
 	LIST_HEAD(mags);
-	unsigned int cpu;
-	bool empty;
 
 	if (!c)
 		return 0;
@@ -1535,13 +1589,34 @@ unsigned long pn_cache_destroy(struct pn_cache *cache)
 	cancel_work_sync(&c->maint_work);
 	cpuhp_state_remove_instance_nocalls(pn_cpuhp_state, &c->cpuhp_node);
 
-	spin_lock_irqsave(&c->lock, flags);
-	for_each_possible_cpu(cpu)
+	/* Nobody else uses the cache: empty every CPU, one lock hold each. */
+	for_each_possible_cpu(cpu) {
+		spin_lock_irqsave(&c->lock, flags);
 		pn_drain_cpu(c, per_cpu_ptr(c->cpu, cpu));
-	pn_depot_flush_all(c);
+		spin_unlock_irqrestore(&c->lock, flags);
+	}
+	/*
+	 * What a scan left for drain_work, then the depot in batches and every
+	 * free chunk, reserve included; a release that failed for want of
+	 * memory is tried again a few times.
+	 */
+	spin_lock_irqsave(&c->lock, flags);
+	list_splice_init(&c->chunks_dying, &chunks);
+	spin_unlock_irqrestore(&c->lock, flags);
+	pn_chunks_release(c, &chunks, NULL);
+	for (tries = 0; tries < PN_DESTROY_TRIES; tries++) {
+		pn_cache_reclaim(c, ULONG_MAX, NULL, true, false);
+		spin_lock_irqsave(&c->lock, flags);
+		busy = c->nr_free_chunks || c->nr_full_mags;
+		spin_unlock_irqrestore(&c->lock, flags);
+		if (!busy)
+			break;
+		msleep(1);
+	}
+
+	spin_lock_irqsave(&c->lock, flags);
 	list_splice_init(&c->empty_mags, &mags);
 	c->nr_empty_mags = 0;
-	pn_chunks_unlink_free(c, &chunks, ULONG_MAX, true);
 	list_for_each_entry(ch, &c->chunks_partial, list)
 		live += c->nr_objs - ch->nr_free;
 	list_for_each_entry(ch, &c->chunks_full, list)
@@ -1550,20 +1625,20 @@ unsigned long pn_cache_destroy(struct pn_cache *cache)
 		pn_list_leaks(c);
 	/* From now on, frees (of the live objects) go to the chunks. */
 	c->flags |= PN_CACHE_NOMAGS;
+	empty = !c->nr_chunks;
+	stuck = c->nr_free_chunks;
 	spin_unlock_irqrestore(&c->lock, flags);
 
 	list_for_each_entry_safe(m, tm, &mags, list)
 		kfree(m);
-	pn_chunks_release(c, &chunks, NULL);
 	live += atomic_long_read(&c->nr_direct);
-
-	spin_lock_irqsave(&c->lock, flags);
-	empty = !c->nr_chunks;
-	spin_unlock_irqrestore(&c->lock, flags);
 	if (!live && empty) {
 		pn_cache_free_struct(c);
 		return 0;
 	}
+	if (stuck)
+		pr_warn("%s: %lu free chunks could not be released (no memory); kept, not destructed, until unload\n",
+			c->name, stuck);
 	if (live)
 		pr_warn("%s: destroyed with %lu objects still allocated; cache kept for them\n",
 			c->name, live);
@@ -1640,7 +1715,8 @@ void pn_cache_get_stats(struct pn_cache *cache, struct pn_cache_stats *st)
 			(u64)(c->nr_full_mags + c->nr_empty_mags + c->nr_cpu_mags) *
 			struct_size_t(struct pn_mag, objs, c->mag_cap);
 	spin_unlock_irqrestore(&c->lock, flags);
-	st->in_use = st->allocs - st->frees;
+	/* Racy sums: clamp rather than wrap. */
+	st->in_use = st->allocs > st->frees ? st->allocs - st->frees : 0;
 	st->mag_cap = c->mag_cap;
 	st->reserve = READ_ONCE(c->reserve_on) ? c->reserve : 0;
 	st->direct_live = atomic_long_read(&c->nr_direct);
@@ -1663,6 +1739,9 @@ static struct pn_cache *pn_size_class(size_t size, size_t align)
 	    !is_power_of_2(align) || align > PAGE_SIZE)
 		return NULL;
 	sz = max3(size, align, (size_t)8);
+	/* align may exceed the largest class on 64 KiB-page kernels. */
+	if (sz > PN_ALLOC_MAX_SIZE)
+		return NULL;
 	return pn_size_caches[order_base_2(sz) - 3];
 }
 
@@ -1749,14 +1828,21 @@ EXPORT_SYMBOL_GPL(pn_free_percpu);
 
 /* ---- reclaim, hotplug, test hooks --------------------------------------- */
 
-/* What a scan could reach: depot, free chunks past the reserve, CPUs. */
+/*
+ * What a scan can reach: full depot magazines, the free chunks it would
+ * release (the rule of pn_chunks_unlink_free()), and what the CPUs'
+ * magazines may hold (for those the scan queues drain_work).
+ */
 static unsigned long pn_cache_reclaimable(struct pn_cache *c)
 {
-	unsigned long fr = READ_ONCE(c->nr_free_chunks) * c->nr_objs;
 	unsigned long keep = READ_ONCE(c->reserve_on) ? c->reserve : 0;
+	unsigned long fr = READ_ONCE(c->nr_chunk_free);
+	unsigned long chunks = 0;
 
+	if (fr > keep)
+		chunks = min(READ_ONCE(c->nr_free_chunks), (fr - keep) / c->nr_objs);
 	return (unsigned long)READ_ONCE(c->nr_full_mags) * c->mag_cap +
-	       (fr > keep ? fr - keep : 0) +
+	       chunks * c->nr_objs +
 	       (unsigned long)READ_ONCE(c->nr_cpu_mags) * c->mag_cap;
 }
 
@@ -1783,14 +1869,17 @@ unsigned long pn_alloc_reclaim_count(void)
 }
 
 /*
- * One shrinker scan: pin every cache under pn_caches_lock, then reclaim
- * from them with no lock that create/destroy take, so destructors may use
- * the cache API.  CPUs' magazines are drained by each cache's drain_work.
+ * One shrinker scan: pin every cache under pn_caches_lock, then, with that
+ * lock dropped, flush depots and unlink free chunks within the budget.
+ * Releasing the chunks (destructors) and draining the CPUs' magazines are
+ * left to each cache's drain_work: memory reclaim may run under the
+ * kernel's per-CPU allocator mutex or the CPU hotplug lock, where neither
+ * a destructor nor a drain may run.
  */
 static unsigned long pn_shrink(unsigned long nr, unsigned long *scanned,
 			       bool wait)
 {
-	unsigned long freed = 0, seen = 0;
+	unsigned long freed = 0, seen = 0, flags;
 	struct pn_cache *c, *tc;
 	LIST_HEAD(todo);
 
@@ -1812,9 +1901,13 @@ static unsigned long pn_shrink(unsigned long nr, unsigned long *scanned,
 
 	list_for_each_entry_safe(c, tc, &todo, shrink_node) {
 		if (seen < nr) {
-			freed += pn_cache_reclaim(c, nr - seen, &seen, false);
-			if (seen < nr && READ_ONCE(c->nr_cpu_mags))
+			freed += pn_cache_reclaim(c, nr - seen, &seen, false, true);
+			if (seen < nr && READ_ONCE(c->nr_cpu_mags)) {
+				spin_lock_irqsave(&c->lock, flags);
+				c->drain_wanted = true;
+				spin_unlock_irqrestore(&c->lock, flags);
 				queue_work(pn_maint_wq, &c->drain_work);
+			}
 		}
 		list_del_init(&c->shrink_node);
 		pn_cache_put(c);
@@ -1822,13 +1915,25 @@ static unsigned long pn_shrink(unsigned long nr, unsigned long *scanned,
 	mutex_unlock(&pn_shrink_lock);
 	if (scanned)
 		*scanned = seen;
-	return freed;
+	/* Nothing within reach now (drain_work may free more later). */
+	return seen ? freed : SHRINK_STOP;
 }
 
 /* What the shrinker's scan does, for the KUnit suite. */
 unsigned long pn_alloc_reclaim(unsigned long nr)
 {
-	return pn_shrink(nr, NULL, true);
+	unsigned long freed = pn_shrink(nr, NULL, true);
+
+	return freed == SHRINK_STOP ? 0 : freed;
+}
+
+/* A scan of one cache with budget @nr, for the KUnit suite. */
+unsigned long pn_cache_scan(struct pn_cache *cache, unsigned long nr)
+{
+	unsigned long seen = 0;
+
+	pn_cache_reclaim(cache, nr, &seen, false, true);
+	return seen;
 }
 
 /* Wait for a cache's maintenance and drain work, for the KUnit suite. */

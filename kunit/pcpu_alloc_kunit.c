@@ -71,6 +71,11 @@ static void pn_unpin_self(void)
 	set_cpus_allowed_ptr(current, cpu_possible_mask);
 }
 
+static void pn_pin_to(unsigned int cpu)
+{
+	set_cpus_allowed_ptr(current, cpumask_of(cpu));
+}
+
 /* ---- genuine per-CPU memory --------------------------------------------- */
 
 struct pn_pcpu_arg {
@@ -689,16 +694,19 @@ static void pn_test_nonblocking(struct kunit *test)
  * The reserve's promise: once the maintenance work has run, a burst of
  * cache->reserve non-blocking allocations succeeds, constructed, from a
  * timer (softirq; a thread on PREEMPT_RT), although a constructor cache
- * cannot fall back to the kernel's allocator.  Three rounds, the reserve
- * refilled in between.
+ * cannot fall back to the kernel's allocator; and no CPU's magazine takes
+ * the reserve from the others.  256-byte objects: one chunk is exactly
+ * the reserve, so every round needs the refill.  Objects are kept until
+ * the end.
  */
 #define PN_TIMER_MAX	64
+#define PN_ROUNDS	3
 
 struct pn_timer_arg {
 	struct timer_list timer;
 	struct pn_cache *c;
 	struct completion done;
-	void __percpu *p[PN_TIMER_MAX];
+	void __percpu **p;
 	unsigned int want;
 	unsigned int got;
 	bool constructed;
@@ -722,38 +730,70 @@ static void pn_timer_alloc(struct timer_list *t)
 	complete(&a->done);
 }
 
+/* A burst of @want atomic allocations from a timer on this CPU. */
+static void pn_timer_burst(struct pn_timer_arg *a, void __percpu **p,
+			   unsigned int want)
+{
+	a->p = p;
+	a->want = want;
+	init_completion(&a->done);
+	timer_setup(&a->timer, pn_timer_alloc, 0);
+	mod_timer(&a->timer, jiffies + 1);
+	wait_for_completion(&a->done);
+	del_timer_sync(&a->timer);
+}
+
 static void pn_test_atomic_reserve(struct kunit *test)
 {
 	struct pn_ctor_state s = { .fail_at = -1 };
+	static DEFINE_SPINLOCK(lock);
+	void __percpu **objs, **p;
 	struct pn_cache_stats st;
 	struct pn_timer_arg *a;
-	unsigned int round, i;
+	unsigned int round, i, n = 0, cpu_a, cpu_b;
+	unsigned long flags;
 
 	a = kunit_kzalloc(test, sizeof(*a), GFP_KERNEL);
+	objs = kunit_kcalloc(test, PN_ROUNDS * PN_TIMER_MAX, sizeof(*objs), GFP_KERNEL);
 	KUNIT_ASSERT_NOT_NULL(test, a);
-	a->c = pn_kunit_cache(test, "kunit-reserve", 64, 0, pn_ctor, pn_dtor, &s);
+	KUNIT_ASSERT_NOT_NULL(test, objs);
+	a->c = pn_kunit_cache(test, "kunit-reserve", 256, 0, pn_ctor, pn_dtor, &s);
+	cpu_a = pn_two_cpus(&cpu_b);
+	if (cpu_b >= nr_cpu_ids)
+		cpu_b = cpu_a;
 
 	/* Cold constructor cache: nothing to hand out, the reserve is asked for. */
 	KUNIT_EXPECT_EQ(test, pn_kaddr(pn_cache_alloc(a->c, GFP_NOWAIT)), 0UL);
-	for (round = 0; round < 3; round++) {
+	for (round = 0; round < PN_ROUNDS; round++) {
 		pn_cache_flush_work(a->c);
 		pn_cache_get_stats(a->c, &st);
-		KUNIT_ASSERT_GT(test, st.reserve, 0ULL);
-		a->want = min_t(u64, st.reserve, PN_TIMER_MAX);
-		init_completion(&a->done);
-		timer_setup(&a->timer, pn_timer_alloc, 0);
-		mod_timer(&a->timer, jiffies + 1);
-		wait_for_completion(&a->done);
-		del_timer_sync(&a->timer);
-		KUNIT_EXPECT_EQ(test, a->got, a->want);
+		KUNIT_ASSERT_GT(test, st.reserve, 1ULL);
+		KUNIT_ASSERT_LE(test, st.reserve, (u64)PN_TIMER_MAX);
+		KUNIT_EXPECT_GE(test, st.chunk_free_objs, st.reserve);
+		p = objs + n;
+		if (!round) {
+			/* One from CPU A under a spinlock, the rest from B's timer. */
+			pn_pin_to(cpu_a);
+			spin_lock_irqsave(&lock, flags);
+			p[0] = pn_cache_alloc(a->c, GFP_ATOMIC);
+			spin_unlock_irqrestore(&lock, flags);
+			KUNIT_EXPECT_NE(test, pn_kaddr(p[0]), 0UL);
+			pn_pin_to(cpu_b);
+			pn_timer_burst(a, p + 1, st.reserve - 1);
+			KUNIT_EXPECT_EQ(test, a->got + !!p[0], (unsigned int)st.reserve);
+		} else {
+			pn_timer_burst(a, p, st.reserve);
+			KUNIT_EXPECT_EQ(test, a->got, (unsigned int)st.reserve);
+		}
 		KUNIT_EXPECT_TRUE(test, a->constructed);
-		for (i = 0; i < a->want; i++)
-			pn_cache_free(a->c, a->p[i]);
-		/* Drain them back to the chunks: the next burst needs the reserve. */
-		pn_cache_shrink(a->c);
+		n += st.reserve;
 	}
+	pn_unpin_self();
 	pn_cache_get_stats(a->c, &st);
-	KUNIT_EXPECT_GT(test, st.reserve_refills, 0ULL);
+	KUNIT_EXPECT_GE(test, st.reserve_refills, (u64)PN_ROUNDS);
+	for (i = 0; i < n; i++)
+		pn_cache_free(a->c, objs[i]);
+	pn_cache_get_stats(a->c, &st);
 	KUNIT_EXPECT_EQ(test, st.in_use, 0ULL);
 	KUNIT_EXPECT_EQ(test, pn_cache_destroy(a->c), 0UL);
 	KUNIT_EXPECT_EQ(test, atomic_read(&s.dtor), atomic_read(&s.ctor));
@@ -830,8 +870,8 @@ static void pn_test_ctor_gfp(struct kunit *test)
 }
 
 /*
- * A destructor may use the cache API: the shrinker runs destructors with
- * no lock that pn_cache_create()/pn_cache_destroy() take.
+ * A destructor may use the cache API on other caches: destructors run in
+ * process context with no pcpu_next lock held, never inside the shrinker.
  */
 struct pn_nest_state {
 	atomic_t dtor;
@@ -877,8 +917,12 @@ static void pn_test_dtor_uses_api(struct kunit *test)
 	p = pn_cache_alloc(c, GFP_KERNEL);
 	KUNIT_ASSERT_NE(test, pn_kaddr(p), 0UL);
 	pn_cache_free(c, p);
-	/* The scan itself releases the chunk and runs the destructors. */
-	pn_alloc_reclaim(ULONG_MAX);
+	/*
+	 * The scan unlinks the free chunk; the cache's work releases it and
+	 * runs the destructor, in process context with no lock held.
+	 */
+	KUNIT_EXPECT_GT(test, pn_alloc_reclaim(ULONG_MAX), 0UL);
+	pn_cache_flush_work(c);
 	pn_cache_get_stats(c, &st);
 	KUNIT_EXPECT_EQ(test, st.chunks, 0ULL);
 	KUNIT_EXPECT_GT(test, atomic_read(&pn_nest.dtor), 0);
@@ -966,10 +1010,14 @@ static void pn_test_shrink_budget(struct kunit *test)
 	cpus_read_unlock();
 	pn_cache_get_stats(x->c, &st0);
 	KUNIT_ASSERT_GE(test, st0.full_mags, 4ULL);
-	pn_alloc_reclaim(1);
+	/* A budget of one object: one magazine flushed, the rest left. */
+	KUNIT_EXPECT_EQ(test, pn_cache_scan(x->c, 1), st0.mag_cap);
 	pn_cache_get_stats(x->c, &st);
-	/* At most one magazine of this cache went (the budget may end earlier). */
-	KUNIT_EXPECT_GE(test, st.full_mags + 1, st0.full_mags);
+	KUNIT_EXPECT_EQ(test, st.full_mags + 1, st0.full_mags);
+	/* A budget of three magazines and a bit: four flushed. */
+	KUNIT_EXPECT_EQ(test, pn_cache_scan(x->c, 3 * st0.mag_cap + 1), 4 * st0.mag_cap);
+	pn_cache_get_stats(x->c, &st);
+	KUNIT_EXPECT_EQ(test, st.full_mags + 5, st0.full_mags);
 	pn_cache_shrink(x->c);
 	KUNIT_EXPECT_EQ(test, pn_cache_destroy(x->c), 0UL);
 }
@@ -1063,31 +1111,49 @@ static bool pn_failnth_disarm(void)
 
 /*
  * A free never allocates: with fail-nth armed at 1, the first fault point
- * would fail; after frees that miss the magazines (the depot has no empty
- * magazine left) the fault counter must be untouched.
+ * would fail.  Objects allocated on one CPU are freed on another whose
+ * magazines are empty, more of them than the depot's empty magazines hold,
+ * so that frees go back to the chunks (the old code allocated a magazine
+ * there); the fault counter must be untouched.
  */
+#define PN_FREE_N	512
+
 static void pn_test_free_does_not_allocate(struct kunit *test)
 {
-	struct pn_xcpu *x;
-	unsigned int i;
+	struct pn_cache_stats st0, st;
+	struct pn_depot_arg *x;
+	unsigned int a, b, i;
 
 	if (!pn_failnth_ready(test))
 		kunit_skip(test, "needs CONFIG_FAILSLAB and failslab/ignore-gfp-wait=N");
 	if (pn_alloc_debug_forced())
 		kunit_skip(test, "alloc_debug=1: no magazines to test");
+	if (num_online_cpus() < 2)
+		kunit_skip(test, "needs two online CPUs");
 	x = kunit_kzalloc(test, sizeof(*x), GFP_KERNEL);
 	KUNIT_ASSERT_NOT_NULL(test, x);
 	x->c = pn_kunit_cache(test, "kunit-freealloc", 8, 0, NULL, NULL, NULL);
-	pn_pin_self();
-	for (i = 0; i < PN_XCPU_N; i++) {
+	a = pn_two_cpus(&b);
+	pn_pin_to(a);
+	for (i = 0; i < PN_FREE_N; i++) {
 		x->p[i] = pn_cache_alloc(x->c, GFP_KERNEL);
 		KUNIT_ASSERT_NE(test, pn_kaddr(x->p[i]), 0UL);
 	}
+	/* Every CPU drained, surplus empty magazines freed. */
+	pn_cache_shrink(x->c);
+	pn_cache_flush_work(x->c);
+	pn_pin_to(b);
+	pn_cache_get_stats(x->c, &st0);
+	KUNIT_ASSERT_LT(test, st0.empty_mags * st0.mag_cap, (u64)PN_FREE_N);
 	pn_failnth_arm(1);
-	for (i = 0; i < PN_XCPU_N; i++)
+	for (i = 0; i < PN_FREE_N; i++)
 		pn_cache_free(x->c, x->p[i]);
 	KUNIT_EXPECT_FALSE(test, pn_failnth_disarm());
 	pn_unpin_self();
+	pn_cache_get_stats(x->c, &st);
+	/* Some frees found no empty magazine and went to the chunks. */
+	KUNIT_EXPECT_GT(test, st.chunk_free_objs, st0.chunk_free_objs);
+	KUNIT_EXPECT_EQ(test, st.in_use, 0ULL);
 	pn_cache_shrink(x->c);
 	KUNIT_EXPECT_EQ(test, pn_cache_destroy(x->c), 0UL);
 }

@@ -32,7 +32,8 @@ struct pn_cache;
  *
  * Runs once per object lifetime in its chunk, when the chunk is created:
  * for a blocking request in its process context, or from the cache's
- * maintenance work (GFP_KERNEL) when it refills the reserve.  For an
+ * maintenance work (GFP_KERNEL) when it refills the reserve; never from
+ * memory reclaim.  For an
  * accounted request (__GFP_ACCOUNT) it runs on that request's own object,
  * with its gfp, which may not allow blocking.  No pcpu_next lock is held.
  * It may sleep only if @gfp allows blocking.
@@ -46,13 +47,12 @@ typedef int (*pn_ctor_t)(void __percpu *obj, void *priv, gfp_t gfp);
  * @obj: the object, in constructed state
  * @priv: the private pointer given to pn_cache_create()
  *
- * Runs when the object's chunk is released: from the shrinker (memory
- * reclaim context: must not allocate with __GFP_FS/__GFP_IO or take locks
- * that are held across allocations), from a cache's drain work, from
- * pn_cache_shrink() or from pn_cache_destroy().  For an object of an
- * accounted request it runs in pn_cache_free(), in the caller's context.
- * No pcpu_next lock is held that a pcpu_next call could wait for: a
- * destructor may create, use and destroy other caches.
+ * Runs when the object's chunk is released, in process context with no
+ * pcpu_next lock held: from the cache's work item (after memory reclaim
+ * asked for memory back), from pn_cache_shrink() or pn_cache_destroy().
+ * It may sleep, and may create, use and destroy other caches.  For an
+ * object of an accounted request it runs in pn_cache_free(), in the
+ * caller's context.
  */
 typedef void (*pn_dtor_t)(void __percpu *obj, void *priv);
 
@@ -141,6 +141,7 @@ unsigned long pn_alloc_reclaim(unsigned long nr);
 unsigned int pn_cache_cpu_objects(struct pn_cache *cache, unsigned int cpu);
 unsigned int pn_cache_objs_per_chunk(struct pn_cache *cache);
 void pn_cache_flush_work(struct pn_cache *cache);
+unsigned long pn_cache_scan(struct pn_cache *cache, unsigned long nr);
 #if IS_ENABLED(CONFIG_KUNIT)
 extern unsigned long pn_cpu_cache_bytes;	/* VISIBLE_IF_KUNIT */
 #endif
