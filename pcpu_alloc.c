@@ -780,6 +780,27 @@ static void __percpu *pn_grow(struct pn_cache *c, gfp_t gfp,
 }
 
 /*
+ * Give the depot one more empty magazine (up to depot_max): for the frees
+ * to come, which must not allocate.  False if none was added.
+ */
+static bool pn_mag_add_empty(struct pn_cache *c, gfp_t gfp)
+{
+	unsigned long flags;
+	struct pn_mag *m;
+
+	if (READ_ONCE(c->nr_empty_mags) >= c->depot_max)
+		return false;
+	m = pn_mag_new(c, (gfp & ~(__GFP_ACCOUNT | __GFP_ZERO)) | __GFP_NOWARN);
+	if (!m)
+		return false;
+	spin_lock_irqsave(&c->lock, flags);
+	list_add(&m->list, &c->empty_mags);
+	c->nr_empty_mags++;
+	spin_unlock_irqrestore(&c->lock, flags);
+	return true;
+}
+
+/*
  * maint_work: in process context, bring the reserve back to cache->reserve
  * free chunk objects (once a non-blocking request was seen) and keep a
  * couple of empty magazines, so that frees find one without allocating.
@@ -789,7 +810,6 @@ static void pn_maint_fn(struct work_struct *work)
 	struct pn_cache *c = container_of(work, struct pn_cache, maint_work);
 	struct pn_chunk *ch;
 	unsigned long flags;
-	struct pn_mag *m;
 	unsigned int i;
 
 	for (i = 0; i < PN_MAINT_CHUNKS; i++) {
@@ -809,15 +829,9 @@ static void pn_maint_fn(struct work_struct *work)
 	}
 	if (c->flags & PN_CACHE_LOCKED)
 		return;
-	while (READ_ONCE(c->nr_empty_mags) < PN_EMPTY_MAGS_MIN) {
-		m = pn_mag_new(c, GFP_KERNEL | __GFP_NOWARN);
-		if (!m)
+	while (READ_ONCE(c->nr_empty_mags) < PN_EMPTY_MAGS_MIN)
+		if (!pn_mag_add_empty(c, GFP_KERNEL))
 			break;
-		spin_lock_irqsave(&c->lock, flags);
-		list_add(&m->list, &c->empty_mags);
-		c->nr_empty_mags++;
-		spin_unlock_irqrestore(&c->lock, flags);
-	}
 }
 
 /* ---- magazine layer ----------------------------------------------------- */
@@ -1120,25 +1134,6 @@ static void pn_zero(void __percpu *obj, size_t bytes)
 		memset(per_cpu_ptr(obj, cpu), 0, bytes);
 }
 
-/*
- * A magazine's worth of objects left the chunks: give the depot an empty
- * magazine to take them back in, so that their frees need not allocate.
- */
-static void pn_mag_add_empty(struct pn_cache *c, gfp_t gfp)
-{
-	unsigned long flags;
-	struct pn_mag *m;
-
-	if (READ_ONCE(c->nr_empty_mags) >= c->depot_max)
-		return;
-	m = pn_mag_new(c, (gfp & ~(__GFP_ACCOUNT | __GFP_ZERO)) | __GFP_NOWARN);
-	if (!m)
-		return;
-	spin_lock_irqsave(&c->lock, flags);
-	list_add(&m->list, &c->empty_mags);
-	c->nr_empty_mags++;
-	spin_unlock_irqrestore(&c->lock, flags);
-}
 
 static void __percpu *__pn_cache_alloc(struct pn_cache *c, size_t size,
 				       gfp_t gfp, size_t zero_bytes,
@@ -1155,6 +1150,7 @@ static void __percpu *__pn_cache_alloc(struct pn_cache *c, size_t size,
 		obj = pn_locked_alloc(c, atomic, caller);
 	} else {
 		obj = pn_mag_alloc(c, atomic, &refilled);
+		/* A magazine's worth left the chunks: room for their frees. */
 		if (unlikely(refilled) && !atomic)
 			pn_mag_add_empty(c, gfp);
 	}
@@ -1611,7 +1607,7 @@ unsigned long pn_cache_destroy(struct pn_cache *cache)
 		spin_unlock_irqrestore(&c->lock, flags);
 		if (!busy)
 			break;
-		msleep(1);
+		usleep_range(1000, 2000);
 	}
 
 	spin_lock_irqsave(&c->lock, flags);
