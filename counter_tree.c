@@ -108,12 +108,16 @@
  * so every approximate read and compare would be wrong by that much for
  * the whole time.  The section is also correct on PREEMPT_RT, where it
  * only adds a few atomics of latency.  What still stretches the in-flight
- * window is what can stop a CPU with preemption off: an interrupt (or NMI)
- * on that CPU, for the handler's duration (it may add to the same tree;
- * its own add completes before it returns), and, in a virtual machine,
- * the host descheduling the vCPU (milliseconds under QEMU TCG on a busy
- * host).  At most one add per context level (task, softirq, hardirq,
- * NMI) per CPU is in flight at a time, and at every instant
+ * window is what can stop a CPU with preemption off: an interrupt on that
+ * CPU, for the handler's duration (it may add to the same tree; its own
+ * add completes before it returns), and, in a virtual machine, the host
+ * descheduling the vCPU (milliseconds under QEMU TCG on a busy host).
+ * Adds are not allowed in NMI: the generic this_cpu_add_return()
+ * (asm-generic/percpu.h, used where the architecture has no single
+ * instruction for it) is a load and a store under raw_local_irq_save();
+ * an NMI add that lands between them is overwritten by the store and
+ * lost.  At most one add per context level (task, softirq, hardirq) per
+ * CPU is in flight at a time, and at every instant
  *
  *	P - under - F+ <= A <= P + over + F-
  *
@@ -125,6 +129,20 @@
  * preempt count (a per-CPU or per-task word, no atomic, no fence; a
  * compiler barrier only without CONFIG_PREEMPT_COUNT); the single-CPU
  * shape, which never carries, skips it.
+ *
+ * Use after destroy.  pn_ctree_destroy_many() leaves every tree of the
+ * array destroyed: @level0 NULL (and no root or items).  A NULL per-CPU
+ * pointer is not a safe value, it is a valid offset (on x86-64 an add
+ * through it would write the per-CPU area's first word,
+ * fixed_percpu_data.gs_base), so pn_ctree_add(), the sums and
+ * pn_ctree_set() test @level0 first: a destroyed tree WARNs once per
+ * boot, drops the add or set and sums to 0.  The add already loads
+ * @level0 on its fast path, so the test is one predicted branch on a
+ * register (not measured).  Destroying again is a no-op.  A use racing
+ * with destroy is not caught; the API forbids it.  KUnit announces its
+ * deliberate misuses with pn_ctree_expect_misuse(), a lock-free budget
+ * that each misuse consumes instead of WARNing (every WARN fails the test
+ * lanes).
  *
  * Locking and memory ordering.  There are no locks.  Level-0 updates are
  * this_cpu_add_return(): atomic with respect to the local CPU (interrupts
@@ -156,6 +174,8 @@
 #include <linux/slab.h>
 #include <linux/smp.h>
 
+#include <kunit/visibility.h>
+
 #include <pcpu_next/counter_tree.h>
 #include <pcpu_next/pcpu_alloc.h>
 #include <pcpu_next/internal.h>
@@ -163,6 +183,48 @@
 /* Written once by pn_ctree_subsys_init(), read-only afterwards. */
 static struct pn_ctree_topo pn_ctree_topo __read_mostly;
 static bool pn_ctree_ready __read_mostly;
+
+/* Test hook: misuses still expected (no WARN for them). */
+static atomic_t pn_ctree_misuse_budget = ATOMIC_INIT(0);
+
+/**
+ * pn_ctree_expect_misuse() - announce uses of destroyed trees that must not WARN
+ * @n: how many of the next uses of destroyed trees are deliberate
+ *
+ * Test hook for KUnit only (not API): each of the next @n uses of a
+ * destroyed tree, from any context, skips the WARN, which would fail the
+ * test lanes.  Lock-free (one atomic).  Replaces the budget left from a
+ * previous call.
+ *
+ * Context: Any context.
+ * Return: what was left of the previous budget: pn_ctree_expect_misuse(0)
+ * returns 0 after exactly the announced number of misuses.
+ */
+VISIBLE_IF_KUNIT __maybe_unused unsigned int
+pn_ctree_expect_misuse(unsigned int n)
+{
+	return atomic_xchg(&pn_ctree_misuse_budget, n);
+}
+EXPORT_SYMBOL_IF_KUNIT(pn_ctree_expect_misuse);
+
+/**
+ * __pn_ctree_misuse() - report a use of a destroyed tree
+ *
+ * Out of line for pn_ctree_approx_sum() and the functions of this file.
+ * WARNs once per boot unless pn_ctree_expect_misuse() announced it.
+ *
+ * Context: Any context.
+ * Return: 0, the value a destroyed tree sums to.
+ */
+long __pn_ctree_misuse(void)
+{
+	if (unlikely(atomic_read(&pn_ctree_misuse_budget)) &&
+	    atomic_dec_if_positive(&pn_ctree_misuse_budget) >= 0)
+		return 0;
+	WARN_ONCE(1, "pn_ctree: use of a destroyed counter tree\n");
+	return 0;
+}
+EXPORT_SYMBOL_GPL(__pn_ctree_misuse);
 
 /**
  * pn_ctree_topo_compute() - the tree shape for 2^@order CPU ids
@@ -393,7 +455,10 @@ EXPORT_SYMBOL_GPL(pn_ctree_init_many);
  * @batch: level-0 increments per carry: a power of two greater than 1
  * @gfp: allocation flags for the per-CPU level-0 counter
  *
- * Context: Process context if @gfp may sleep; otherwise any context.
+ * Context: As pn_ctree_init_many(): process context if @gfp may sleep;
+ * with GFP_ATOMIC or GFP_NOWAIT wherever a spinlock_t may be taken (never
+ * in NMI or under a raw_spinlock_t, and on PREEMPT_RT not with preemption
+ * or interrupts disabled).
  * Return: 0, -EINVAL or -ENOMEM as pn_ctree_init_many().
  */
 int pn_ctree_init(struct pn_ctree *counter, struct pn_ctree_item *items,
@@ -408,7 +473,11 @@ EXPORT_SYMBOL_GPL(pn_ctree_init);
  * @counters: the array given to pn_ctree_init_many()
  * @nr: its length (all trees share one allocation, released at once)
  *
- * The items belong to the caller and are not touched.
+ * The items belong to the caller and are not touched.  Every tree of the
+ * array is left destroyed (see "Use after destroy" at the top of this
+ * file): a later add, sum or set WARNs once and does nothing (sums are 0)
+ * instead of writing through a stale or NULL per-CPU pointer.  Destroying
+ * again is a no-op.
  *
  * Context: Level 0 goes back through pn_free_percpu(), which takes a
  * local_lock_t and a spinlock_t: never in NMI or under a raw_spinlock_t,
@@ -416,10 +485,16 @@ EXPORT_SYMBOL_GPL(pn_ctree_init);
  */
 void pn_ctree_destroy_many(struct pn_ctree *counters, unsigned int nr)
 {
-	if (!nr)
+	unsigned int i;
+
+	if (!nr || !counters[0].level0)
 		return;
 	pn_ctree_free_level0(counters[0].level0);
-	counters[0].level0 = NULL;
+	for (i = 0; i < nr; i++) {
+		WRITE_ONCE(counters[i].level0, NULL);
+		counters[i].root = NULL;
+		counters[i].items = NULL;
+	}
 }
 EXPORT_SYMBOL_GPL(pn_ctree_destroy_many);
 
@@ -482,19 +557,28 @@ static void pn_ctree_propagate(struct pn_ctree *c, unsigned long carry)
  * widens the accuracy range by at most |@inc| + T_top - 1 meanwhile (see
  * "Adds in flight" in the essay at the top of this file).
  *
- * Context: Any context, PREEMPT_RT included (the level-0 update is
- * interrupt safe, the rest takes no lock).
+ * On a destroyed tree the add is dropped (and WARNs once).
+ *
+ * Context: Any context except NMI, PREEMPT_RT included (the level-0
+ * update is interrupt safe, the rest takes no lock).  Not NMI: the
+ * generic this_cpu_add_return() is a load and a store under
+ * raw_local_irq_save(), and an NMI add between them would be lost.
  */
 void pn_ctree_add(struct pn_ctree *counter, long inc)
 {
+	unsigned long __percpu *level0 = READ_ONCE(counter->level0);
 	unsigned long res, carry;
 
+	if (unlikely(!level0)) {	/* destroyed */
+		__pn_ctree_misuse();
+		return;
+	}
 	if (!counter->batch_order) {	/* one CPU: no tree, nothing to carry */
-		this_cpu_add(*counter->level0, inc);
+		this_cpu_add(*level0, inc);
 		return;
 	}
 	preempt_disable();
-	res = this_cpu_add_return(*counter->level0, inc);
+	res = this_cpu_add_return(*level0, inc);
 	carry = pn_ctree_carry(res - inc, res, counter->batch_order,
 			       BITS_PER_LONG);
 	if (unlikely(carry))
@@ -503,13 +587,15 @@ void pn_ctree_add(struct pn_ctree *counter, long inc)
 }
 EXPORT_SYMBOL_GPL(pn_ctree_add);
 
-static unsigned long pn_ctree_level0_sum(struct pn_ctree *c)
+/* The caller checked that @level0 (c->level0) is not NULL. */
+static unsigned long pn_ctree_level0_sum(struct pn_ctree *c,
+					 unsigned long __percpu *level0)
 {
 	unsigned long sum = 0;
 	unsigned int cpu;
 
 	for_each_possible_cpu(cpu)
-		sum += READ_ONCE(*per_cpu_ptr(c->level0, cpu));
+		sum += READ_ONCE(*per_cpu_ptr(level0, cpu));
 	return sum - c->level0_base;
 }
 
@@ -520,11 +606,15 @@ static unsigned long pn_ctree_level0_sum(struct pn_ctree *c)
  * Context: Any context.  Exact when no add runs concurrently; otherwise
  * includes any subset of the concurrent adds.
  * Return: the sum of all adds since init (or the last set), plus the set
- * value.
+ * value; 0 for a destroyed tree (which WARNs once).
  */
 long pn_ctree_precise_sum(struct pn_ctree *counter)
 {
-	return (long)(pn_ctree_level0_sum(counter) +
+	unsigned long __percpu *level0 = READ_ONCE(counter->level0);
+
+	if (unlikely(!level0))
+		return __pn_ctree_misuse();
+	return (long)(pn_ctree_level0_sum(counter, level0) +
 		      (unsigned long)READ_ONCE(counter->bias));
 }
 EXPORT_SYMBOL_GPL(pn_ctree_precise_sum);
@@ -558,9 +648,14 @@ static long pn_ctree_sub(long a, long b)
  * certain when Aa - Ab > a->over + b->under, and Pa < Pb when
  * Aa - Ab < -(a->under + b->over).
  *
+ * "Certainly" holds at quiescence.  While adds are in flight each of
+ * them may widen a tree's range by up to |inc| + T_top - 1 (see "Adds in
+ * flight" at the top of this file), which the ranges used here do not
+ * include, so a nonzero answer may then be wrong by that much.
+ *
  * Context: Any context.
  * Return: 1 if a's precise sum is certainly greater than b's, -1 if
- * certainly smaller, 0 if the accuracy ranges do not tell.
+ * certainly smaller, 0 if the accuracy ranges do not tell (at quiescence).
  */
 int pn_ctree_approx_compare(struct pn_ctree *a, struct pn_ctree *b)
 {
@@ -579,9 +674,14 @@ EXPORT_SYMBOL_GPL(pn_ctree_approx_compare);
  * sign of @v minus the counter.  With P in [A - over, A + under], @v > P is
  * certain when v - A > under and @v < P when v - A < -over.
  *
+ * "Certainly" holds at quiescence: each add in flight may widen the
+ * range by up to |inc| + T_top - 1, which is not included here (see "Adds
+ * in flight" at the top of this file).
+ *
  * Context: Any context.
  * Return: 1 if @v is certainly greater than the precise sum, -1 if
- * certainly smaller, 0 if @v lies within the accuracy range.
+ * certainly smaller, 0 if @v lies within the accuracy range (at
+ * quiescence).
  */
 int pn_ctree_approx_compare_value(struct pn_ctree *counter, long v)
 {
@@ -659,14 +759,21 @@ EXPORT_SYMBOL_GPL(pn_ctree_precise_compare_value);
  *
  * Moves the bias only: the approximation moves by the same amount and
  * stays within the accuracy range.  Adds racing with the set may or may
- * not be included; callers that need an exact result exclude them.
+ * not be included; callers that need an exact result exclude them.  On a
+ * destroyed tree the set is dropped (and WARNs once).
  *
  * Context: Any context.
  */
 void pn_ctree_set(struct pn_ctree *counter, long v)
 {
+	unsigned long __percpu *level0 = READ_ONCE(counter->level0);
+
+	if (unlikely(!level0)) {
+		__pn_ctree_misuse();
+		return;
+	}
 	WRITE_ONCE(counter->bias,
-		   (long)((unsigned long)v - pn_ctree_level0_sum(counter)));
+		   (long)((unsigned long)v - pn_ctree_level0_sum(counter, level0)));
 }
 EXPORT_SYMBOL_GPL(pn_ctree_set);
 

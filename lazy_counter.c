@@ -158,7 +158,15 @@
  *    allocator sleep there.
  * might_alloc(gfp) checks the first rule.  A non-blocking upgrade may fail
  * with -ENOMEM where a sleeping one would succeed; the counters stay lazy
- * and exact (I3).  Destroy of an upgraded array takes the same locks.
+ * and exact (I3).  That failure is an expected outcome, not a bug, so a
+ * non-blocking upgrade adds __GFP_NOWARN to every allocation it makes
+ * (group, per-CPU storage, tree items): no allocation-failure report
+ * with a call trace.  The tree target's items come from one
+ * kzalloc(roundup_pow_of_two(total)), which is a high-order allocation
+ * on large machines (1024 CPU ids and 4 counters: 64 KiB, order 4), so
+ * GFP_ATOMIC upgrades to the tree target will mostly fail there; the
+ * flat target does not have that problem.  Destroy of an upgraded array
+ * takes the same locks.
  *
  * Misuse.  Destroy leaves every counter in the destroyed state (value 0,
  * bit 0 set, @slot NULL): the set bit sends every add and read to the
@@ -168,9 +176,13 @@
  * paths pay nothing for it; the upgraded ones one test of a pointer they
  * load anyway.  A use racing with destroy is not caught (the group may be
  * freed under it); the API forbids it.  The KUnit suite checks the count:
- * a use made by the running KUnit test's own thread while it holds the
- * named resource LAZY_COUNTER_KUNIT_MISUSE is counted without the WARN,
- * because every WARN fails the test lanes.
+ * it announces how many misuses it is about to make with the test hook
+ * lazy_counter_expect_misuse(), a budget of one atomic that each misuse
+ * consumes (atomic_dec_if_positive()) instead of WARNing, because every
+ * WARN fails the test lanes; it then checks that the budget was used up
+ * exactly.  The hook takes no lock and looks at no test state, so the
+ * misuse paths stay valid in every context the add and read paths are
+ * (any but NMI, raw_spinlock_t and interrupts-off sections included).
  *
  * CPU hotplug.  The kernel's list of percpu_counters is not exported, so
  * the flat target has its own dead-CPU callback (a dynamic state in the
@@ -208,6 +220,7 @@
 #include <linux/cpu.h>
 #include <linux/cpuhotplug.h>
 #include <linux/cpumask.h>
+#include <linux/gfp.h>
 #include <linux/kthread.h>
 #include <linux/list.h>
 #include <linux/module.h>
@@ -221,10 +234,7 @@
 #include <linux/spinlock.h>
 #include <linux/workqueue.h>
 
-#if IS_ENABLED(CONFIG_KUNIT)
-#include <kunit/resource.h>
-#include <kunit/test-bug.h>
-#endif
+#include <kunit/visibility.h>
 
 #include <pcpu_next/counter_tree.h>
 #include <pcpu_next/internal.h>
@@ -240,7 +250,9 @@ struct lazy_group;
 /**
  * struct lazy_target_ops - one kind of per-CPU upgrade target
  * @name: for messages
- * @setup: allocate and link the group's storage; may sleep
+ * @setup: allocate and link the group's storage with the upgrade's gfp;
+ *	   sleeps only if that gfp may block (a non-blocking upgrade calls it
+ *	   with GFP_ATOMIC or GFP_NOWAIT, possibly under a spinlock_t)
  * @teardown: undo @setup; any context except NMI
  * @add: add to one slot; any context except NMI
  * @read: fast approximate value of one slot (without base)
@@ -372,34 +384,39 @@ static void lazy_pcpu_free(void __percpu *p)
 	pn_free_percpu(p);
 }
 
-/*
- * Is the running KUnit test's own thread making this misuse on purpose?
- * It says so by holding the named resource LAZY_COUNTER_KUNIT_MISUSE.
- */
-static bool lazy_misuse_expected(void)
-{
-#if IS_ENABLED(CONFIG_KUNIT)
-	struct kunit *test = in_task() ? kunit_get_current_test() : NULL;
-	struct kunit_resource *res;
+/* Test hook: misuses still expected (counted without the WARN). */
+static atomic_t lazy_misuse_budget = ATOMIC_INIT(0);
 
-	if (!test)
-		return false;
-	res = kunit_find_named_resource(test, LAZY_COUNTER_KUNIT_MISUSE);
-	if (!res)
-		return false;
-	kunit_put_resource(res);
-	return true;
-#else
-	return false;
-#endif
+/**
+ * lazy_counter_expect_misuse() - announce misuses that must not WARN
+ * @n: how many of the next uses of destroyed counters are deliberate
+ *
+ * Test hook for KUnit only (not API): each of the next @n misuses, from
+ * any context, is counted in lazy_counter_stats.misuse without the WARN,
+ * which would fail the test lanes.  Lock-free (one atomic), so the misuse
+ * paths stay valid in every context they are documented for.  Replaces
+ * the budget left from a previous call.
+ *
+ * Context: Any context.
+ * Return: what was left of the previous budget, so that a test can check
+ * that it made exactly the misuses it announced: lazy_counter_expect_misuse(0)
+ * returns 0 then.
+ */
+VISIBLE_IF_KUNIT __maybe_unused unsigned int
+lazy_counter_expect_misuse(unsigned int n)
+{
+	return atomic_xchg(&lazy_misuse_budget, n);
 }
+EXPORT_SYMBOL_IF_KUNIT(lazy_counter_expect_misuse);
 
 /* A destroyed counter was used (see Misuse above): count, WARN once. */
 static void lazy_misuse(const char *what)
 {
 	atomic_long_inc(&lazy_stat_misuse);
-	if (!lazy_misuse_expected())
-		WARN_ONCE(1, "lazy_counter: %s of a destroyed counter\n", what);
+	if (unlikely(atomic_read(&lazy_misuse_budget)) &&
+	    atomic_dec_if_positive(&lazy_misuse_budget) >= 0)
+		return;
+	WARN_ONCE(1, "lazy_counter: %s of a destroyed counter\n", what);
 }
 
 /* ---- flat target ------------------------------------------------------- */
@@ -813,6 +830,9 @@ int lazy_counter_upgrade_many(struct lazy_counter *c, unsigned int nr,
 	int ret;
 
 	might_alloc(gfp);
+	/* -ENOMEM is an expected outcome here: no allocation-failure splat */
+	if (!gfpflags_allow_blocking(gfp))
+		gfp |= __GFP_NOWARN;
 	if (!nr || target >= LAZY_COUNTER_NR_TARGETS || !lazy_targets[target])
 		return -EINVAL;
 	ops = lazy_targets[target];

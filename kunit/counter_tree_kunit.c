@@ -16,6 +16,7 @@
 #include <linux/ktime.h>
 #include <linux/limits.h>
 #include <linux/log2.h>
+#include <linux/preempt.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
 
@@ -572,10 +573,11 @@ static void pn_ct_threads_pinned(struct kunit *test)
 
 #define PN_CT_HOG_MIN_BURSTS	24
 #define PN_CT_HOG_MAX_BURSTS	200
-#define PN_CT_HOG_WANT_SEEN	12	/* bursts the reader should read in */
+#define PN_CT_HOG_WANT_SEEN	12	/* clean bursts the reader should read in */
 #define PN_CT_HOG_SPIN_US	5000
 #define PN_CT_HOG_GAP_US	3000
-#define PN_CT_HOG_LIMIT_MS	4000
+#define PN_CT_HOG_STARTUP_MS	4000	/* for adder and reader to start */
+#define PN_CT_HOG_LIMIT_MS	4000	/* for the bursts, once they have */
 
 /**
  * struct pn_ct_hog - shared state of pn_ct_preempted_adder
@@ -585,11 +587,13 @@ static void pn_ct_threads_pinned(struct kunit *test)
  * @over: @tree's accuracy above it
  * @seq: 2 * burst + 1 while the hog spins in that burst, even otherwise
  * @ready: adder and reader running (the hog waits for both)
+ * @started: both were running within PN_CT_HOG_STARTUP_MS (hog only)
  * @stop: set by the test once the hog is done
  * @clean: per burst, the hog kept its CPU for the whole spin (hog only)
- * @read_in: per burst, the reader completed a read inside it (reader only)
+ * @read_in: per burst, the reader completed a read inside it (reader
+ *	     writes, the hog reads it a gap after the burst, for its early
+ *	     exit)
  * @bad: per burst, such a read broke the range (reader only)
- * @seen: bursts in @read_in (reader writes, hog reads)
  * @bursts: bursts the hog ran
  * @burst_reads: reads inside a burst (reader only)
  * @worst: the largest P - A of a read that broke the range (reader only)
@@ -602,11 +606,11 @@ struct pn_ct_hog {
 	unsigned long under, over;
 	unsigned int seq;
 	atomic_t ready;
+	bool started;
 	bool stop;
 	bool clean[PN_CT_HOG_MAX_BURSTS];
 	bool read_in[PN_CT_HOG_MAX_BURSTS];
 	bool bad[PN_CT_HOG_MAX_BURSTS];
-	unsigned int seen;
 	unsigned int bursts;
 	unsigned long burst_reads;
 	long worst;
@@ -654,24 +658,33 @@ static int pn_ct_hog_adder(struct pn_ct_hog *h)
  * SCHED_FIFO on the adder's CPU: sleep a few ms (the adder runs), then
  * spin for PN_CT_HOG_SPIN_US (the adder is preempted wherever it was).
  * A burst is clean if the hog was never switched out during its spin: then
- * the adder did not run at all in it.
+ * the adder did not run at all in it.  Thread start-up has its own time
+ * budget, so that a slow start does not eat the bursts' one; the early
+ * exit counts only clean bursts that the reader read in, the ones the
+ * verdict rests on.
  */
 static int pn_ct_hog_hog(struct pn_ct_hog *h)
 {
-	u64 end = ktime_get_ns() + PN_CT_HOG_LIMIT_MS * NSEC_PER_MSEC;
-	unsigned int i;
+	u64 end = ktime_get_ns() + PN_CT_HOG_STARTUP_MS * NSEC_PER_MSEC;
+	unsigned int i, good = 0;
 
 	sched_set_fifo(current);
 	while (atomic_read(&h->ready) < 2 && ktime_get_ns() < end)
 		usleep_range(100, 200);
-	for (i = 0; i < PN_CT_HOG_MAX_BURSTS && ktime_get_ns() < end; i++) {
+	h->started = atomic_read(&h->ready) >= 2;
+	end = ktime_get_ns() + PN_CT_HOG_LIMIT_MS * NSEC_PER_MSEC;
+	for (i = 0; h->started && i < PN_CT_HOG_MAX_BURSTS; i++) {
 		unsigned long sw;
 		u64 t;
 
-		if (i >= PN_CT_HOG_MIN_BURSTS &&
-		    READ_ONCE(h->seen) >= PN_CT_HOG_WANT_SEEN)
-			break;
 		usleep_range(PN_CT_HOG_GAP_US, PN_CT_HOG_GAP_US + 1000);
+		/* the reader marked burst i - 1 a whole gap ago, if at all */
+		if (i && h->clean[i - 1] && READ_ONCE(h->read_in[i - 1]))
+			good++;
+		if (i >= PN_CT_HOG_MIN_BURSTS && good >= PN_CT_HOG_WANT_SEEN)
+			break;
+		if (ktime_get_ns() >= end)
+			break;
 		sw = current->nvcsw + current->nivcsw;
 		/* odd: burst i; pairs with the reader's acquire */
 		smp_store_release(&h->seq, 2 * i + 1);
@@ -696,7 +709,7 @@ static int pn_ct_hog_hog(struct pn_ct_hog *h)
  */
 static int pn_ct_hog_reader(struct pn_ct_hog *h)
 {
-	unsigned int last = 0, s1, s2;
+	unsigned int s1, s2;
 	unsigned long n = 0;
 
 	atomic_inc(&h->ready);
@@ -712,11 +725,7 @@ static int pn_ct_hog_reader(struct pn_ct_hog *h)
 			unsigned int b = s1 / 2;
 
 			h->burst_reads++;
-			h->read_in[b] = true;
-			if (s1 != last) {
-				last = s1;
-				WRITE_ONCE(h->seen, h->seen + 1);
-			}
+			WRITE_ONCE(h->read_in[b], true);
 			if ((a < p && (unsigned long)(p - a) > h->under) ||
 			    (a > p && (unsigned long)(a - p) > h->over)) {
 				h->bad[b] = true;
@@ -742,8 +751,10 @@ static int pn_ct_hog_reader(struct pn_ct_hog *h)
  * while the hog spins.  Without preemption disabled across the add, the
  * hog lands between the two halves of an add in a good share of the
  * bursts (on a preemptible kernel), and every read of such a burst finds
- * approx off by about inc.  On a kernel without preemption the hog only
- * runs at the adder's cond_resched(), and the case passes either way.
+ * approx off by about inc.  On a kernel without full preemption the hog
+ * only runs at the adder's cond_resched() (or, voluntary, its
+ * might_sleep() points, none of which is inside an add), and the case
+ * would pass with or without the fix: it is skipped there.
  */
 static void pn_ct_preempted_adder(struct kunit *test)
 {
@@ -757,6 +768,9 @@ static void pn_ct_preempted_adder(struct kunit *test)
 		kunit_skip(test, "one CPU id: no carries");
 	if (num_online_cpus() < 2)
 		kunit_skip(test, "needs two online CPUs");
+	if (!preempt_model_full() && !preempt_model_rt())
+		kunit_skip(test,
+			   "needs preempt=full or PREEMPT_RT: otherwise the adder is never preempted inside an add");
 	h = kunit_kzalloc(test, sizeof(*h), GFP_KERNEL);
 	KUNIT_ASSERT_NOT_NULL(test, h);
 	h->tree = pn_ct_new(test, 1, batch);
@@ -802,11 +816,66 @@ static void pn_ct_preempted_adder(struct kunit *test)
 	KUNIT_EXPECT_EQ_MSG(test, nbad, 0U,
 			    "approx - precise = %ld while the adder was off its CPU (range -%lu..+%lu): a preempted add held its carry (%u of %u bursts, %u counting unclean ones)",
 			    -h->worst, h->under, h->over, nbad, nseen, nbad_all);
+	KUNIT_EXPECT_TRUE_MSG(test, h->started,
+			      "adder and reader did not start within %u ms",
+			      PN_CT_HOG_STARTUP_MS);
 	/* The case proves nothing unless the reader read inside some burst. */
 	KUNIT_EXPECT_GT(test, nseen, 0U);
 	KUNIT_EXPECT_GT(test, h->pairs, 0ULL);
 	/* Every add was paired: quiescent now, exactly zero. */
 	pn_ct_check(test, h->tree, 0);
+}
+
+/* ---- use after destroy ---- */
+
+/* Clears the misuse budget if the case ends early (an assertion). */
+static void pn_ct_misuse_budget_clear(void *unused)
+{
+	pn_ctree_expect_misuse(0);
+}
+
+#define PN_CT_MISUSES_PER_TREE	6
+
+/*
+ * After pn_ctree_destroy_many() every tree of the array (not only the
+ * first, whose level-0 pointer used to be the only one cleared) is
+ * destroyed: adds and sets are dropped, sums are 0, nothing is written
+ * through a NULL or stale per-CPU pointer.  Each use would WARN once;
+ * the case announces exactly the uses it makes (pn_ctree_expect_misuse())
+ * and checks that the budget was used up exactly: a missing check leaves
+ * some of it, an extra one WARNs (and fails the lanes).  Destroying
+ * again, as the fixture's release does, is a no-op.
+ */
+static void pn_ct_use_after_destroy(struct kunit *test)
+{
+	struct pn_ctree *c = pn_ct_new(test, 2, 8);
+	unsigned int i;
+
+	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test,
+							pn_ct_misuse_budget_clear,
+							NULL), 0);
+	pn_ctree_add(&c[0], 5);
+	pn_ctree_add(&c[1], 7);
+	pn_ctree_destroy_many(c, 2);
+	for (i = 0; i < 2; i++)
+		KUNIT_EXPECT_TRUE(test, !c[i].level0);
+
+	KUNIT_EXPECT_EQ(test,
+			pn_ctree_expect_misuse(2 * PN_CT_MISUSES_PER_TREE), 0U);
+	for (i = 0; i < 2; i++) {
+		pn_ctree_add(&c[i], 1000);					/* 1 */
+		pn_ctree_set(&c[i], 42);					/* 2 */
+		KUNIT_EXPECT_EQ(test, pn_ctree_precise_sum(&c[i]), 0);		/* 3 */
+		KUNIT_EXPECT_EQ(test, pn_ctree_approx_sum(&c[i]), 0);		/* 4 */
+		KUNIT_EXPECT_EQ(test, pn_ctree_precise_sum_positive(&c[i]), 0); /* 5 */
+		KUNIT_EXPECT_EQ(test, pn_ctree_approx_compare_value(&c[i], 0), 0); /* 6 */
+	}
+	KUNIT_EXPECT_EQ_MSG(test, pn_ctree_expect_misuse(0), 0U,
+			    "fewer uses of the destroyed trees were caught than made");
+
+	pn_ctree_destroy_many(c, 2);	/* again: no-op, no misuse */
+	for (i = 0; i < 2; i++)
+		KUNIT_EXPECT_TRUE(test, !c[i].level0);
 }
 
 static int pn_ct_suite_init(struct kunit_suite *suite)
@@ -830,6 +899,7 @@ static struct kunit_case pn_ct_cases[] = {
 	KUNIT_CASE(pn_ct_compare_edges),
 	KUNIT_CASE(pn_ct_threads_pinned),
 	KUNIT_CASE(pn_ct_preempted_adder),
+	KUNIT_CASE(pn_ct_use_after_destroy),
 	{}
 };
 

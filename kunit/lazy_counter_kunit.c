@@ -736,25 +736,22 @@ static void lazy_zero_filled_test(struct kunit *test)
 	}
 }
 
-/* Hold LAZY_COUNTER_KUNIT_MISUSE: this thread's misuse is not WARNed. */
-static void lk_expect_misuse(struct kunit *test)
+/* Clears the misuse budget if the case ends early (an assertion). */
+static void lk_misuse_budget_clear(void *unused)
 {
-	struct kunit_resource *res = kunit_kzalloc(test, sizeof(*res),
-						   GFP_KERNEL);
-
-	KUNIT_ASSERT_NOT_NULL(test, res);
-	KUNIT_ASSERT_EQ(test, kunit_add_named_resource(test, NULL, NULL, res,
-						       LAZY_COUNTER_KUNIT_MISUSE,
-						       NULL), 0);
+	lazy_counter_expect_misuse(0);
 }
 
 /*
  * Every use of a destroyed counter, upgraded or lazy when destroyed: no
  * crash, adds dropped, reads 0, upgrade -EINVAL, each counted once as
  * misuse; destroying again is silent; init_many revives the counters.
- * The WARN is silenced for this thread (the lanes fail on any WARN); the
- * count is what is checked.  Before the destroyed state existed, the
- * first add after destroy dereferenced a NULL slot.
+ * The WARN is silenced by announcing, per round, exactly the misuses the
+ * round makes (lazy_counter_expect_misuse(); the lanes fail on any WARN);
+ * the count is what is checked, and so is the budget: it must be used up
+ * exactly (a missing misuse leaves some, an extra one WARNs and shows in
+ * the misuse count).  Before the destroyed state existed, the first add
+ * after destroy dereferenced a NULL slot.
  */
 static void lazy_use_after_destroy_test(struct kunit *test)
 {
@@ -762,7 +759,9 @@ static void lazy_use_after_destroy_test(struct kunit *test)
 	struct lazy_counter c[LK_NR];
 	unsigned int round, i;
 
-	lk_expect_misuse(test);
+	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test,
+							lk_misuse_budget_clear,
+							NULL), 0);
 	for (round = 0; round < 3; round++) {
 		/* 0: flat, 1: tree, 2: never upgraded */
 		lazy_counter_init_many(c, 100, LK_NR);
@@ -772,6 +771,8 @@ static void lazy_use_after_destroy_test(struct kunit *test)
 		lazy_counter_destroy_many(c, LK_NR);
 
 		lazy_counter_get_stats(&s0);
+		KUNIT_EXPECT_EQ(test, lazy_counter_expect_misuse(6 * LK_NR + 1),
+				0U);
 		for (i = 0; i < LK_NR; i++) {
 			KUNIT_EXPECT_FALSE(test, lazy_counter_is_lazy(&c[i]));
 			lazy_counter_add_local(&c[i], 1);		/* 1 */
@@ -782,6 +783,10 @@ static void lazy_use_after_destroy_test(struct kunit *test)
 			KUNIT_EXPECT_EQ(test, lazy_counter_read_positive(&c[i]), 0); /* 6 */
 		}
 		KUNIT_EXPECT_EQ(test, lk_upgrade(c, LK_NR), -EINVAL);	/* +1 */
+		/* every announced misuse was made, and no more were counted */
+		KUNIT_EXPECT_EQ_MSG(test, lazy_counter_expect_misuse(0), 0U,
+				    "round %u: fewer misuses than announced",
+				    round);
 		lazy_counter_get_stats(&s1);
 		KUNIT_EXPECT_EQ(test, s1.misuse - s0.misuse, 6ULL * LK_NR + 1);
 		KUNIT_EXPECT_EQ(test, s1.live_groups, s0.live_groups);
@@ -852,20 +857,26 @@ static int lk_upgrade_atomic(struct lazy_counter *c, unsigned int nr,
  * a "sleeping function called from invalid context" report: that report
  * taints the kernel with TAINT_WARN, which is checked when the kernel was
  * not tainted before (the debug kernels have DEBUG_ATOMIC_SLEEP, where
- * the old might_sleep() in the upgrade made exactly that report).  A
- * GFP_KERNEL upgrade and destroy on the same CPU first leaves storage of
- * the right size in this CPU's caches, so success is the usual outcome.
+ * the old might_sleep() in the upgrade made exactly that report); a
+ * kernel already tainted before the case cannot tell, so the case is
+ * skipped there.  A GFP_KERNEL upgrade and destroy on the same CPU first
+ * leaves storage of the right size in this CPU's caches, so success is
+ * the usual outcome, and at least one GFP_ATOMIC upgrade under a
+ * spinlock_t must succeed (otherwise the case tested only failure paths).
  */
 static void lazy_atomic_upgrade_test(struct kunit *test)
 {
 	static const gfp_t gfps[] = { GFP_ATOMIC, GFP_NOWAIT };
 	bool tainted = test_taint(TAINT_WARN);
 	unsigned int nctx = IS_ENABLED(CONFIG_PREEMPT_RT) ? 1 : LK_NR_CTX;
-	unsigned int ctx, k, i, ok = 0, nomem = 0;
+	unsigned int ctx, k, i, ok = 0, nomem = 0, ok_spin_atomic = 0;
 	enum lazy_counter_target target;
 	struct lazy_counter c[LK_NR];
 	int ret;
 
+	if (tainted)
+		kunit_skip(test,
+			   "kernel already tainted (TAINT_WARN): a new report could not be seen");
 	for (target = 0; target < LAZY_COUNTER_NR_TARGETS; target++) {
 		for (ctx = 0; ctx < nctx; ctx++) {
 			for (k = 0; k < ARRAY_SIZE(gfps); k++) {
@@ -884,6 +895,8 @@ static void lazy_atomic_upgrade_test(struct kunit *test)
 						      target, ctx, k, ret);
 				ok += !ret;
 				nomem += ret == -ENOMEM;
+				if (ctx == LK_SPINLOCK && gfps[k] == GFP_ATOMIC)
+					ok_spin_atomic += !ret;
 				for (i = 0; i < LK_NR; i++) {
 					KUNIT_EXPECT_EQ(test,
 							lazy_counter_is_lazy(&c[i]),
@@ -899,9 +912,10 @@ static void lazy_atomic_upgrade_test(struct kunit *test)
 	}
 	kunit_info(test, "non-sleeping upgrades: %u succeeded, %u -ENOMEM\n",
 		   ok, nomem);
-	if (!tainted)
-		KUNIT_EXPECT_FALSE_MSG(test, test_taint(TAINT_WARN),
-				       "the kernel reported a problem (TAINT_WARN) during the non-sleeping upgrades");
+	KUNIT_EXPECT_GT_MSG(test, ok_spin_atomic, 0U,
+			    "no GFP_ATOMIC upgrade under a spinlock_t succeeded after the GFP_KERNEL warm-up");
+	KUNIT_EXPECT_FALSE_MSG(test, test_taint(TAINT_WARN),
+			       "the kernel reported a problem (TAINT_WARN) during the non-sleeping upgrades");
 }
 
 static struct kunit_case lazy_counter_cases[] = {

@@ -41,7 +41,8 @@ struct pn_ctree_item {
 
 /**
  * struct pn_ctree - a hierarchical per-CPU counter tree
- * @level0: this tree's per-CPU counter (level 0); holds every add exactly
+ * @level0: this tree's per-CPU counter (level 0); holds every add exactly.
+ *	    NULL once destroyed: every user tests it first
  * @batch_order: log2 of the batch size, 0 on a single-CPU topology
  * @root: the item whose value is the approximate sum (NULL on one CPU)
  * @bias: added to both sums; moved by pn_ctree_set()
@@ -97,6 +98,7 @@ int pn_ctree_approx_compare_value(struct pn_ctree *counter, long v);
 int pn_ctree_precise_compare(struct pn_ctree *a, struct pn_ctree *b);
 int pn_ctree_precise_compare_value(struct pn_ctree *counter, long v);
 void pn_ctree_set(struct pn_ctree *counter, long v);
+long __pn_ctree_misuse(void);
 
 /**
  * pn_ctree_approx_sum() - the approximate sum, in O(1)
@@ -105,17 +107,20 @@ void pn_ctree_set(struct pn_ctree *counter, long v);
  * Context: Any context.
  * Return: a value within the counter's accuracy range of the precise sum
  * at quiescence; an add in flight on some CPU may be missing from it, by
- * at most its increment plus the top carry threshold.
+ * at most its increment plus the top carry threshold.  0 for a destroyed
+ * tree (which WARNs once).
  */
 static inline long pn_ctree_approx_sum(struct pn_ctree *counter)
 {
+	unsigned long __percpu *level0 = READ_ONCE(counter->level0);
 	unsigned long v;
 
+	if (unlikely(!level0))	/* destroyed */
+		return __pn_ctree_misuse();
 	if (counter->root)
 		v = atomic_long_read(counter->root);
 	else	/* one CPU: level 0 is exact and the only counter */
-		v = READ_ONCE(*per_cpu_ptr(counter->level0, 0)) -
-		    counter->level0_base;
+		v = READ_ONCE(*per_cpu_ptr(level0, 0)) - counter->level0_base;
 	return (long)(v + (unsigned long)READ_ONCE(counter->bias));
 }
 
@@ -222,6 +227,14 @@ void pn_ctree_topo_compute(unsigned int order, struct pn_ctree_topo *t);
 void pn_ctree_accuracy(const struct pn_ctree_topo *t, unsigned int batch_order,
 		       unsigned int nr_level0, unsigned long *under,
 		       unsigned long *over);
+
+#if IS_ENABLED(CONFIG_KUNIT)
+/*
+ * Test-only, not API: the next @n uses of destroyed trees skip the WARN;
+ * returns what was left of the previous budget.
+ */
+unsigned int pn_ctree_expect_misuse(unsigned int n);
+#endif
 
 /**
  * pn_ctree_carry() - carry out of a counter after one add, at a given width

@@ -395,12 +395,6 @@ struct lazy_counter_stats {
 
 void lazy_counter_get_stats(struct lazy_counter_stats *st);
 
-/*
- * KUnit: while the running test holds a named resource of this name, its
- * own thread's uses of destroyed counters are counted without the WARN.
- */
-#define LAZY_COUNTER_KUNIT_MISUSE	"pcpu_next_lazy_misuse_expected"
-
 /* Module internals (not exported): setup, teardown and test hooks. */
 int lazy_counter_module_init(void);
 void lazy_counter_module_exit(void);
@@ -408,5 +402,13 @@ void lazy_counter_inject_failure(unsigned int nth);
 void lazy_counter_fold_cpu(struct lazy_counter *c, unsigned int cpu);
 u64 lazy_counter_read_slack(const struct lazy_counter *c);
 long lazy_counter_batch(void);
+
+#if IS_ENABLED(CONFIG_KUNIT)
+/*
+ * Test-only, not API: the next @n uses of destroyed counters are counted
+ * without the WARN; returns what was left of the previous budget.
+ */
+unsigned int lazy_counter_expect_misuse(unsigned int n);
+#endif
 
 #endif /* _PCPU_NEXT_LAZY_COUNTER_H */
