@@ -6,14 +6,19 @@
  * belongs to one process (the RSS counters of an mm are the example) that
  * is wasteful: a 4-thread process on a 256-CPU machine pays for 256 copies
  * and zeroes all of them at fork.  The scheduler already hands every
- * running thread of an mm a small dense id, task_mm_cid(), that no other
- * running thread of that mm holds at the same time and that stays below
- * min(nr_threads, nr_cpus_allowed) (it is what rseq exposes as mm_cid).
- * Indexing by it instead of the CPU number keeps the "only I touch this
- * copy" property while the storage follows the threads the process has.
+ * running thread of an mm a small id, task_mm_cid(), that no other
+ * running thread of that mm holds at the same time (it is what rseq
+ * exposes as mm_cid).  What 6.12 guarantees is only that it is below
+ * nr_cpu_ids: it is the first zero bit of mm_cidmask when allocated, and a
+ * CPU keeps the cid of the last thread of the mm it ran lazily, until
+ * task_mm_cid_work() (a scan every 100 ms at most) takes it back, so the
+ * cids in use are usually near the number of concurrently running threads
+ * but may run above it for a while (and above nr_cpus_allowed).  Indexing
+ * by it instead of the CPU number keeps the "only I touch this copy"
+ * property while the storage follows the cids the process has used.
  *
  *   struct mmcid_pcpu (kvzalloc)               blocks (kmalloc, on demand,
- *   +-------------------------------------+            at most one page each)
+ *   +-------------------------------------+         at most PAGE_SIZE bytes each)
  *   | mm, ctx, ops, geometry, lock, ...   |
  *   | blk[0]  {slots, ready word} ----------> [cid 0 | cid 1 | cid 2 | cid 3]
  *   | blk[1]  {slots, ready word} ----------> [cid 4 .. 7]
@@ -26,19 +31,24 @@
  *          v
  *   struct mmcid_mm (one per mm, an mmu_notifier from mmu_notifier_get()):
  *   list of every storage object of the mm; .release folds, finalises and
- *   frees their cid slots when the mm is torn down.
+ *   frees their cid slots, block by block, when the mm is torn down.
  *
  * Geometry.  Slots are stride = ALIGN(size, SMP_CACHE_BYTES) bytes apart,
  * so two cids never share a cache line (the property per-CPU memory gets
  * from its per-CPU units).  A block holds at most L slots, L the largest
  * power of two with L * stride <= PAGE_SIZE and L <= BITS_PER_LONG: every
- * block is one kmalloc of at most PAGE_SIZE bytes (order 0; never a
- * high-order allocation, whatever the slot size or the number of CPUs) and
+ * block is one kmalloc of at most PAGE_SIZE bytes, whatever the slot size
+ * or the number of CPUs (a kmalloc bucket, not a page allocation: SLUB may
+ * back the 1k..4k buckets with order-3 slabs opportunistically and falls
+ * back to smaller orders, so no block ever needs a high-order page), and
  * its ready bits fit in one word of the header.  Below L, blocks double:
  * block 0 holds b0 = min(4, L) cids, block k >= 1 holds
  * [b0 << (k - 1), b0 << k); from cid L on, every block holds L cids.  A
- * process whose largest cid is c owns at most max(b0, 2 * (c + 1)) slots
- * and never nr_cpu_ids of them unless it uses that many cids.  The header
+ * process whose largest cid ever used is c owns at most
+ * max(b0, 2 * (c + 1)) slots and never nr_cpu_ids of them unless it used
+ * cid nr_cpu_ids - 1.  Memory follows the highest cid ever seen, not the
+ * current one: a block, once allocated, stays until mm teardown (or
+ * destroy), even when the cids it covers are no longer used.  The header
  * has one 2-word descriptor per block (nr_cpu_ids / L of them, about; one
  * per cid for page-sized slots), which is why it is kvzalloc()ed.  Slots
  * are not initialised when a block is allocated: the first user of a cid
@@ -70,17 +80,19 @@
  * allocates the block with preemption enabled and starts over (the cid may
  * have changed meanwhile; after MMCID_GROW_TRIES rounds it settles for the
  * remote slot).  It allocates only where that is allowed on every kernel:
- * when @gfp may block, or when the caller itself is preemptible
- * (preemptible(): preemption and interrupts enabled; on PREEMPT_RT that
- * includes holding a spinlock_t).  A caller with GFP_NOWAIT or GFP_ATOMIC
- * in atomic context (interrupt, softirq, raw spinlock, disabled preemption
- * or interrupts; on !PREEMPT_RT a spinlock_t too) gets the remote slot:
+ * when the caller itself is preemptible (preemptible(): preemption and
+ * interrupts enabled; on PREEMPT_RT that includes holding a spinlock_t),
+ * whatever @gfp says.  A caller in atomic context (interrupt, softirq, raw
+ * spinlock, disabled preemption or interrupts; on !PREEMPT_RT a spinlock_t
+ * too) gets the remote slot; it must pass GFP_NOWAIT or GFP_ATOMIC (a
+ * blocking mask there is a caller bug: might_sleep_if() at the start of
+ * get and of the counter's add reports it, and the grow path WARNs once
+ * and falls back instead of sleeping):
  * PREEMPT_RT forbids kmalloc() there even with GFP_ATOMIC (the slab
  * allocator takes sleeping locks), and under a raw spinlock or in a hard
  * interrupt PROVE_RAW_LOCK_NESTING reports those locks on every kernel.
- * (Without
- * CONFIG_PREEMPT_COUNT, which PREEMPT_RT and lockdep always have, the
- * context cannot be told and GFP_ATOMIC is used as usual.)  So
+ * (Without CONFIG_PREEMPT_COUNT, which PREEMPT_RT and lockdep always
+ * have, the context cannot be told and @gfp is trusted as usual.)  So
  * mmcid_pcpu_get() never fails.  A block is an optimisation whose failure
  * has a designed fallback, so it is allocated with __GFP_NOWARN, without
  * the emergency reserves (__GFP_HIGH) and without the OOM killer
@@ -96,15 +108,21 @@
  *    that use the storage from interrupts must update slots with
  *    interrupt-safe operations, as with this_cpu_ptr(); the counter uses
  *    local64_t).  The scheduler never gives one cid to two running tasks
- *    of an mm, and a task's cid changes only while it is preempted.
+ *    of an mm.  A task's cid changes while it is switched out (context
+ *    switch, cid compaction) and, in its own context, in
+ *    sched_mm_cid_exit_signals(), sched_mm_cid_before_execve() and
+ *    sched_mm_cid_after_execve(); those run with preemption enabled and
+ *    outside any get/put of ours, so within a get/put (preemption
+ *    disabled) the cid cannot change.
  *  - A slot is initialised exactly once: only the cid owner initialises,
  *    with interrupts disabled (so no interrupt on its CPU sees it half
  *    done), and test_and_set_bit() of the ready bit WARNs if anyone else
  *    did it in the meantime (which would mean the exclusivity above broke).
  *  - A block's ready word is zero whenever its slots pointer is NULL.
  *    Blocks are published under s->lock and only while !s->dead; they are
- *    freed only once s->dead is set (readers skip them then) or when the
- *    object is freed.
+ *    freed only after teardown unpublished them under s->lock (slots
+ *    NULL, ready zero; readers skip NULL blocks) or when the object is
+ *    freed.  s->dead only stops publication; walkers go by the pointers.
  *  - Every slot whose init ran gets exactly one fini, cid slots when their
  *    block is freed (after the fold at mm teardown, or at destroy), the
  *    remote slot at destroy.  The remote slot exists for the whole life of
@@ -119,14 +137,31 @@
  *    percpu_counter's lock is; what runs under it (the caller's remote
  *    access, ops->fold, the callback of mmcid_pcpu_for_each()) obeys the
  *    raw spinlock rules, the same the cid slot path has anyway.  Nothing
- *    is allocated or freed under it.  Each object's lock has a lockdep
- *    class of its own (a key registered at create): the locks of two
- *    objects may nest (add to or sum counter B while holding counter A's
- *    remote slot), lockdep checks their order like any two locks.  One
- *    object's lock never nests in itself: between get and put, no other
- *    call on the same object (for_each, sum, memory, slots, max_cid,
- *    mm_gone, another get).  For the remote slot that is a self-deadlock,
- *    which lockdep reports as recursive locking before it hangs.
+ *    is allocated or freed under it.  Hold times: the caller's access;
+ *    one block's fold at teardown (at most MMCID_BLK_BYTES of slots);
+ *    for a reader (for_each, the counter's sum) O(initialised cids), as
+ *    percpu_counter_sum() is O(CPUs) under its raw lock: one hold is what
+ *    makes such a walk exact against teardown.  memory, slots and max_cid
+ *    take no lock at all.
+ *    Lockdep classes: one static key per creation site
+ *    (mmcid_pcpu_create() and mmcid_counter_create() are macros, as
+ *    percpu_counter_init() and mutex_init() are), never one per object:
+ *    a dynamic key costs a synchronize_rcu() at destroy and one of the
+ *    kernel-wide MAX_LOCKDEP_KEYS per live object (per-mm objects would
+ *    exhaust them), and per-object classes would hide real A-B/B-A
+ *    inversions between objects of one kind.  Nesting: objects created at
+ *    different sites nest like any two locks, lockdep checks their order.
+ *    Two objects of the same site (same class) nest one level deep only
+ *    through mmcid_pcpu_get_nested() and mmcid_counter_add_nested(),
+ *    which take the inner remote lock with SINGLE_DEPTH_NESTING; the
+ *    caller keeps their order consistent (lockdep cannot check it within
+ *    a class), and the inner call must pass a non-blocking gfp (the
+ *    caller is atomic).  Readers (for_each, sum) have no nested variant:
+ *    they do not nest inside an access to an object of their class.  One
+ *    object's lock never nests in itself: between get and put, no
+ *    for_each, sum, mm_gone or another get on the same object.  For the
+ *    remote slot that is a self-deadlock, which lockdep reports as
+ *    recursive locking before it hangs.
  *  - ctx->lock (spinlock_t) protects ctx->objs (list membership of storage
  *    objects).  It is taken in process context only, nests outside
  *    nothing and is never held together with s->lock.
@@ -149,11 +184,12 @@
  * Lifetime: each storage object holds one reference on its mm's context
  * (mmu_notifier_get/put), which holds mm_count.  When the mm is torn down
  * (the last mm_users reference, even if the process never said goodbye),
- * ->release takes each object off the list, folds every ready cid slot
- * into the remote slot (ops->fold) and marks the object dead under
- * s->lock, then, without a lock, runs ops->fini on the cid slots and frees
- * the blocks: memory drops to the header, sums stay exact, the remote slot
- * stays usable.  No thread of the mm exists any more then, so no cid
+ * ->release takes each object off the list and marks it dead (no more
+ * publication), then block by block folds the block's ready cid slots
+ * into the remote slot (ops->fold) and unpublishes the block in one hold
+ * of s->lock, drops the lock, runs ops->fini on the block's slots, frees
+ * it and reschedules: memory drops to the header, sums stay exact at
+ * every step, the remote slot stays usable.  No thread of the mm exists any more then, so no cid
  * access can race with it.  The object itself goes when its creator calls
  * mmcid_pcpu_destroy(), which first waits for a ->release working on it,
  * then finalises what is left (cid slots without a fold if the mm is still
@@ -242,7 +278,7 @@ struct mmcid_pcpu {
 	atomic_t grow_attempts;		/* block allocations tried (statistic) */
 	unsigned long grow_retry;	/* no block before this (jiffies), 0: any time */
 	struct list_head node;		/* on ctx->objs, under ctx->lock */
-	struct lock_class_key lock_key;	/* lockdep class of lock, per object */
+	struct lock_class_key *lock_key; /* lockdep class: the creation site's */
 	struct mmcid_blk blk[];		/* nblk descriptors */
 	/* followed by the remote slot */
 };
@@ -263,8 +299,9 @@ static __always_inline unsigned int mmcid_blk_first(const struct mmcid_geo *g,
 	return k ? 1U << (g->b0_shift + k - 1) : 0;
 }
 
-/* Slots in block k, capped so that no block reaches past nr_cpu_ids. */
-static unsigned int mmcid_blk_len(const struct mmcid_geo *g, unsigned int k)
+/* Slots in block k, capped so that no block reaches past @ncids cids. */
+static unsigned int mmcid_blk_len_n(const struct mmcid_geo *g, unsigned int k,
+				    unsigned int ncids)
 {
 	unsigned int len;
 
@@ -272,7 +309,12 @@ static unsigned int mmcid_blk_len(const struct mmcid_geo *g, unsigned int k)
 		len = 1U << g->l_shift;
 	else
 		len = 1U << (k ? g->b0_shift + k - 1 : g->b0_shift);
-	return min(len, nr_cpu_ids - mmcid_blk_first(g, k));
+	return min(len, ncids - mmcid_blk_first(g, k));
+}
+
+static unsigned int mmcid_blk_len(const struct mmcid_geo *g, unsigned int k)
+{
+	return mmcid_blk_len_n(g, k, nr_cpu_ids);
 }
 
 /* The shape of the blocks for slots @stride bytes apart. */
@@ -354,36 +396,47 @@ static const struct mmu_notifier_ops mmcid_mm_ops = {
 
 /* ---- storage object -------------------------------------------------------- */
 
+/* Run ops->fini on the initialised slots of an unreachable block, free it. */
+static void mmcid_free_block(struct mmcid_pcpu *s, unsigned int k, void *slots,
+			     unsigned long ready)
+{
+	void (*fini)(void *slot, void *arg) = s->ops ? s->ops->fini : NULL;
+	unsigned int i;
+
+	if (fini) {
+		for_each_set_bit(i, &ready, mmcid_blk_len(&s->geo, k))
+			fini(slots + i * s->stride, s->arg);
+	}
+	kfree(slots);
+}
+
 /*
- * Run ops->fini on every initialised cid slot and free the blocks.  The
- * blocks are unreachable: s->dead is set (readers skip them, mmcid_grow()
- * publishes no more, no cid owner exists) or the object is being freed.
- * No lock held; process context, may sleep.
+ * Finalise and free every block of an object nobody else can reach any
+ * more (destroy).  No lock held; process context, may sleep.
  */
 static void mmcid_free_blocks(struct mmcid_pcpu *s)
 {
-	void (*fini)(void *slot, void *arg) = s->ops ? s->ops->fini : NULL;
-	unsigned int k, i;
+	unsigned int k;
 
 	for (k = 0; k < s->nblk; k++) {
 		struct mmcid_blk *b = &s->blk[k];
-		unsigned long ready = READ_ONCE(b->ready);
-		void *slots = READ_ONCE(b->slots);
+		void *slots = b->slots;
 
 		if (!slots)
 			continue;
-		WRITE_ONCE(b->slots, NULL);
-		WRITE_ONCE(b->ready, 0);
-		if (fini) {
-			for_each_set_bit(i, &ready, mmcid_blk_len(&s->geo, k))
-				fini(slots + i * s->stride, s->arg);
-		}
-		kfree(slots);
+		b->slots = NULL;
+		mmcid_free_block(s, k, slots, b->ready);
+		b->ready = 0;
 		cond_resched();
 	}
 }
 
-/* Call @fn on every ready cid slot (none once dead); s->lock held. */
+/*
+ * Call @fn on every ready cid slot; s->lock held.  Blocks that are not
+ * (or no longer) published are skipped, so this also works while teardown
+ * is unpublishing them one by one.  Cost: the block descriptors plus the
+ * ready slots, with interrupts off.
+ */
 static void mmcid_walk(struct mmcid_pcpu *s,
 		       void (*fn)(struct mmcid_pcpu *s, void *slot, int cid,
 				  void *data), void *data)
@@ -391,46 +444,71 @@ static void mmcid_walk(struct mmcid_pcpu *s,
 	unsigned int k, i;
 
 	lockdep_assert_held(&s->lock);
-	if (s->dead)
-		return;
 	for (k = 0; k < s->nblk; k++) {
 		struct mmcid_blk *b = &s->blk[k];
 		unsigned int first = mmcid_blk_first(&s->geo, k);
 		void *slots = READ_ONCE(b->slots);
+		unsigned long ready;
 
 		if (!slots)
 			continue;
-		for (i = 0; i < mmcid_blk_len(&s->geo, k); i++)
-			if (test_bit_acquire(i, &b->ready))
-				fn(s, slots + i * s->stride, first + i, data);
+		/* Pairs with test_and_set_bit() after the slot's init. */
+		ready = smp_load_acquire(&b->ready);
+		for_each_set_bit(i, &ready, mmcid_blk_len(&s->geo, k))
+			fn(s, slots + i * s->stride, first + i, data);
 	}
 }
 
-static void mmcid_fold_one(struct mmcid_pcpu *s, void *slot, int cid,
-			   void *data)
-{
-	s->ops->fold(mmcid_remote(s), slot, s->arg);
-}
-
 /*
- * The mm is gone: fold the cid slots into the remote slot and mark the
- * object dead under the lock, then finalise and free the cid slots.
+ * The mm is gone.  Set s->dead (no block is published any more), then
+ * block by block: under s->lock fold the block's ready slots into the
+ * remote slot and unpublish it (slots NULL, ready word zero), drop the
+ * lock, finalise and free it, reschedule.  Interrupts are off for one
+ * block (at most MMCID_BLK_BYTES of slots) at a time, not for all cids.
+ * A reader holds s->lock for its whole walk, and every block's fold and
+ * unpublication happen in one lock hold, so a reader sees each slot
+ * either in its block or in the remote slot, never both nor neither: sums
+ * stay exact.  Called only from ->release, process context that may sleep
+ * (mmput() may sleep; exit_mmap() runs the notifiers under SRCU).
  */
 static void mmcid_teardown(struct mmcid_pcpu *s)
 {
-	unsigned long flags;
+	void (*fold)(void *remote, const void *slot, void *arg) =
+		s->ops ? s->ops->fold : NULL;
+	unsigned long flags, ready;
+	unsigned int k, i;
+	void *slots;
 	bool first;
 
 	raw_spin_lock_irqsave(&s->lock, flags);
 	first = !s->dead;
-	if (first) {
-		if (s->ops && s->ops->fold)
-			mmcid_walk(s, mmcid_fold_one, NULL);
-		WRITE_ONCE(s->dead, true);
-	}
+	WRITE_ONCE(s->dead, true);
 	raw_spin_unlock_irqrestore(&s->lock, flags);
-	if (first)
-		mmcid_free_blocks(s);
+	if (!first)
+		return;
+
+	for (k = 0; k < s->nblk; k++) {
+		struct mmcid_blk *b = &s->blk[k];
+
+		raw_spin_lock_irqsave(&s->lock, flags);
+		slots = b->slots;
+		ready = b->ready;
+		if (slots) {
+			if (fold) {
+				for_each_set_bit(i, &ready,
+						 mmcid_blk_len(&s->geo, k))
+					fold(mmcid_remote(s),
+					     slots + i * s->stride, s->arg);
+			}
+			WRITE_ONCE(b->slots, NULL);
+			WRITE_ONCE(b->ready, 0);
+		}
+		raw_spin_unlock_irqrestore(&s->lock, flags);
+		if (!slots)
+			continue;
+		mmcid_free_block(s, k, slots, ready);
+		cond_resched();
+	}
 }
 
 /* Free an object nobody else can reach; process context, may sleep. */
@@ -440,33 +518,35 @@ static void mmcid_free(struct mmcid_pcpu *s)
 	if (s->ops && s->ops->fini)
 		s->ops->fini(mmcid_remote(s), s->arg);
 	mmu_notifier_put(&s->ctx->mn);
-	lockdep_unregister_key(&s->lock_key);
 	kvfree(s);
 }
 
 /**
- * mmcid_pcpu_create() - create storage for an mm, indexed by mm_cid
+ * __mmcid_pcpu_create() - create storage for an mm, indexed by mm_cid
  * @mm: the mm; the caller holds mm_users (mmget() or it is current->mm)
  * @size: bytes per slot, 1..PAGE_SIZE
  * @ops: slot init/fold/fini callbacks, or NULL (zeroed slots, nothing
  *	 folded or finalised)
  * @arg: passed to the callbacks
+ * @key: lockdep class of the storage's lock; mmcid_pcpu_create() passes
+ *	 a static key of its call site
  *
- * Allocates only the header and the remote slot (ops->init runs on it
+ * Use mmcid_pcpu_create().  Allocates only the header and the remote slot (ops->init runs on it
  * here); cid slots come in blocks as cids are used.  The storage stays
  * usable after @mm is torn down (all accesses then go to the remote slot)
  * until mmcid_pcpu_destroy().
  *
  * Context: Process context, may sleep (takes @mm's mmap_lock for writing).
  * Return: the storage, or an ERR_PTR(): -EINVAL for a bad @size or no @mm;
- * -ENOMEM; -EINTR if a signal is pending while the first storage object of
- * @mm subscribes to it (mmu_notifier_get() gives up in mm_take_all_locks()
- * then; nothing was set up, the caller may retry once the signal was
- * handled, e.g. by returning -ERESTARTNOINTR from a system call).
+ * -ESRCH if @mm has no users left (already torn down); -ENOMEM; -EINTR if
+ * a signal is pending while the first storage object of @mm subscribes to
+ * it (mmu_notifier_get() gives up in mm_take_all_locks() then; nothing
+ * was set up, the caller may retry once the signal was handled, e.g. by
+ * returning -ERESTARTNOINTR from a system call).
  */
-struct mmcid_pcpu *mmcid_pcpu_create(struct mm_struct *mm, size_t size,
-				     const struct mmcid_pcpu_ops *ops,
-				     void *arg)
+struct mmcid_pcpu *__mmcid_pcpu_create(struct mm_struct *mm, size_t size,
+				       const struct mmcid_pcpu_ops *ops,
+				       void *arg, struct lock_class_key *key)
 {
 	struct mmu_notifier *mn;
 	struct mmcid_pcpu *s;
@@ -480,9 +560,17 @@ struct mmcid_pcpu *mmcid_pcpu_create(struct mm_struct *mm, size_t size,
 	stride = ALIGN(size, SMP_CACHE_BYTES);
 	mmcid_geo_init(&geo, stride);
 	nblk = mmcid_blk_of(&geo, nr_cpu_ids - 1) + 1;
+	/*
+	 * A caller without mm_users would hit the BUG_ON() in
+	 * __mmu_notifier_register(); hold a reference of our own meanwhile.
+	 */
+	if (!mmget_not_zero(mm))
+		return ERR_PTR(-ESRCH);
 	s = kvzalloc(mmcid_hdr_size(nblk) + size, GFP_KERNEL);
-	if (!s)
+	if (!s) {
+		mmput(mm);
 		return ERR_PTR(-ENOMEM);
+	}
 	s->mm = mm;
 	s->ops = ops;
 	s->arg = arg;
@@ -490,9 +578,10 @@ struct mmcid_pcpu *mmcid_pcpu_create(struct mm_struct *mm, size_t size,
 	s->stride = stride;
 	s->geo = geo;
 	s->nblk = nblk;
-	lockdep_register_key(&s->lock_key);
+	/* One lockdep class per creation site, not per object: see above. */
+	s->lock_key = key;
 	raw_spin_lock_init(&s->lock);
-	lockdep_set_class_and_name(&s->lock, &s->lock_key, "mmcid_pcpu->lock");
+	lockdep_set_class_and_name(&s->lock, key, "mmcid_pcpu->lock");
 	refcount_set(&s->ref, 1);
 	atomic_set(&s->grow_attempts, 0);
 	INIT_LIST_HEAD(&s->node);
@@ -500,8 +589,8 @@ struct mmcid_pcpu *mmcid_pcpu_create(struct mm_struct *mm, size_t size,
 	mn = mmu_notifier_get(&mmcid_mm_ops, mm);
 	if (IS_ERR(mn)) {
 		/* -EINTR, -ENOMEM: no slot was initialised yet. */
-		lockdep_unregister_key(&s->lock_key);
 		kvfree(s);
+		mmput(mm);
 		return ERR_CAST(mn);
 	}
 	s->ctx = container_of(mn, struct mmcid_mm, mn);
@@ -510,9 +599,10 @@ struct mmcid_pcpu *mmcid_pcpu_create(struct mm_struct *mm, size_t size,
 	spin_lock(&s->ctx->lock);
 	list_add(&s->node, &s->ctx->objs);
 	spin_unlock(&s->ctx->lock);
+	mmput(mm);	/* never the last one: the caller holds mm_users */
 	return s;
 }
-EXPORT_SYMBOL_GPL(mmcid_pcpu_create);
+EXPORT_SYMBOL_GPL(__mmcid_pcpu_create);
 
 /**
  * mmcid_pcpu_destroy() - free storage created by mmcid_pcpu_create()
@@ -555,10 +645,19 @@ static bool mmcid_may_grow(struct mmcid_pcpu *s, gfp_t gfp)
 		return false;		/* nothing would be published */
 	if (retry && time_before(jiffies, retry))
 		return false;		/* backing off after a failure */
-	if (gfpflags_allow_blocking(gfp))
-		return true;
-	/* Never kmalloc() in atomic context: PREEMPT_RT forbids it. */
-	return !IS_ENABLED(CONFIG_PREEMPT_COUNT) || preemptible();
+	/*
+	 * Never kmalloc() in atomic context, whatever @gfp says: PREEMPT_RT
+	 * forbids it, and a blocking mask there would sleep in atomic
+	 * context.  A blocking mask from atomic context is a caller bug
+	 * (might_sleep_if() at the start of get reports it too); it gets
+	 * the remote slot like GFP_ATOMIC.  Without CONFIG_PREEMPT_COUNT the
+	 * context cannot be told: trust @gfp.
+	 */
+	if (IS_ENABLED(CONFIG_PREEMPT_COUNT) && !preemptible()) {
+		WARN_ON_ONCE(gfpflags_allow_blocking(gfp));
+		return false;
+	}
+	return true;
 }
 
 /*
@@ -672,25 +771,17 @@ static __always_inline void *mmcid_fast_slot(struct mmcid_pcpu *s,
 	return slots + bit * s->stride;
 }
 
-/**
- * __mmcid_pcpu_get() - mmcid_pcpu_get() with a choice of cid source
- * @s: the storage
- * @ref: filled in; pass it to mmcid_pcpu_put()
- * @gfp: allocation flags for a missing block
- * @src: where the cid comes from (MMCID_SRC_TASK for everyone but tests)
- * @cid: the cid for MMCID_SRC_FIXED
- *
- * Context: See mmcid_pcpu_get().
- * Return: the slot.
- */
-void *__mmcid_pcpu_get(struct mmcid_pcpu *s, struct mmcid_pcpu_ref *ref,
-		       gfp_t gfp, enum mmcid_src src, int cid)
+/* get, with the lockdep subclass to take the remote slot's lock with. */
+static void *mmcid_get(struct mmcid_pcpu *s, struct mmcid_pcpu_ref *ref,
+		       gfp_t gfp, enum mmcid_src src, int cid,
+		       unsigned int subclass)
 {
 	unsigned int k, bit, tries = 0;
 	struct mmcid_blk *b;
 	void *slots, *slot;
 	int c;
 
+	might_sleep_if(gfpflags_allow_blocking(gfp));
 again:
 	preempt_disable();
 	c = mmcid_pick(s, src, cid);
@@ -717,13 +808,14 @@ again:
 	 * over, because the cid may have changed while we were preemptible.
 	 */
 	preempt_enable();
-	might_sleep_if(gfpflags_allow_blocking(gfp));
 	if (tries++ < MMCID_GROW_TRIES && mmcid_may_grow(s, gfp) &&
 	    !mmcid_grow(s, k, gfp))
 		goto again;
 
 remote:
-	raw_spin_lock_irqsave(&s->lock, ref->flags);
+	/* A raw spinlock an NMI could find held by the code it interrupted. */
+	WARN_ON_ONCE(in_nmi());
+	raw_spin_lock_irqsave_nested(&s->lock, ref->flags, subclass);
 	/* Held until mmcid_pcpu_put(); tell sparse it leaves with the caller. */
 	__release(&s->lock);
 	ref->cpu = smp_processor_id();
@@ -733,16 +825,35 @@ remote:
 }
 
 /**
+ * __mmcid_pcpu_get() - mmcid_pcpu_get() with a choice of cid source
+ * @s: the storage
+ * @ref: filled in; pass it to mmcid_pcpu_put()
+ * @gfp: allocation flags for a missing block
+ * @src: where the cid comes from (MMCID_SRC_TASK for everyone but tests)
+ * @cid: the cid for MMCID_SRC_FIXED
+ *
+ * Context: See mmcid_pcpu_get().
+ * Return: the slot.
+ */
+void *__mmcid_pcpu_get(struct mmcid_pcpu *s, struct mmcid_pcpu_ref *ref,
+		       gfp_t gfp, enum mmcid_src src, int cid)
+{
+	return mmcid_get(s, ref, gfp, src, cid, 0);
+}
+
+/**
  * mmcid_pcpu_get() - the calling thread's slot
  * @s: the storage
  * @ref: filled in; pass it to mmcid_pcpu_put()
- * @gfp: allocation flags if the cid's block does not exist yet.  With a
- *	 blocking mask (GFP_KERNEL) the call may sleep, only then.  With
- *	 GFP_NOWAIT or GFP_ATOMIC the block is allocated only if the caller
- *	 is preemptible (always without CONFIG_PREEMPT_COUNT, where that
- *	 cannot be told); otherwise, or when the allocation fails (after
- *	 which the storage backs off for a while), the caller gets the
- *	 remote slot.
+ * @gfp: allocation flags if the cid's block does not exist yet.  The
+ *	 block is allocated only if the caller is preemptible, whatever the
+ *	 mask (always without CONFIG_PREEMPT_COUNT, where that cannot be
+ *	 told); otherwise, or when the allocation fails (after which the
+ *	 storage backs off for a while), the caller gets the remote slot.
+ *	 With a blocking mask (GFP_KERNEL) the call may sleep: only from
+ *	 process context that may (might_sleep_if() checks it; from atomic
+ *	 context the grow path WARNs once and falls back).  Atomic callers,
+ *	 nested ones included, pass GFP_NOWAIT or GFP_ATOMIC.
  *
  * A thread of @s's mm gets the slot of its mm_cid, initialised on first
  * use, with preemption disabled until mmcid_pcpu_put().  Anyone else gets
@@ -751,7 +862,10 @@ remote:
  * it must not sleep, allocate, take a mutex or a spinlock_t (a sleeping
  * lock on PREEMPT_RT), or call any other function on @s (on the remote
  * slot that self-deadlocks; lockdep reports it as recursive locking).
- * Locks of other storage objects may be taken.  Like this_cpu_ptr(), a cid
+ * Other storage objects may be used: those created at another call site
+ * (another lockdep class) directly, those of the same class through
+ * mmcid_pcpu_get_nested() or mmcid_counter_add_nested() (one level, a
+ * non-blocking @gfp).  Like this_cpu_ptr(), a cid
  * slot is not protected against interrupts on the same CPU: use
  * interrupt-safe updates (local_t, local64_t) if the storage is also used
  * from interrupts.
@@ -764,9 +878,35 @@ remote:
 void *mmcid_pcpu_get(struct mmcid_pcpu *s, struct mmcid_pcpu_ref *ref,
 		     gfp_t gfp)
 {
-	return __mmcid_pcpu_get(s, ref, gfp, MMCID_SRC_TASK, 0);
+	return mmcid_get(s, ref, gfp, MMCID_SRC_TASK, 0, 0);
 }
 EXPORT_SYMBOL_GPL(mmcid_pcpu_get);
+
+/**
+ * mmcid_pcpu_get_nested() - mmcid_pcpu_get() inside an access to another
+ *			     storage object of the same lockdep class
+ * @s: the storage (not the one whose access is in progress)
+ * @ref: filled in; pass it to mmcid_pcpu_put()
+ * @gfp: allocation flags; must not block (the caller is atomic)
+ *
+ * As mmcid_pcpu_get(), but the remote slot's lock is taken with lockdep
+ * subclass SINGLE_DEPTH_NESTING, so that holding the remote slots of two
+ * objects created at the same call site (one lockdep class) is not
+ * reported as recursive locking.  One level only, and the caller must
+ * order the two objects consistently (lockdep cannot check that within
+ * one class).  Objects created at different call sites have different
+ * classes and nest with plain mmcid_pcpu_get().
+ *
+ * Context: Inside an access (between mmcid_pcpu_get() and
+ * mmcid_pcpu_put()) to another storage object; atomic, does not sleep.
+ * Return: the slot (never NULL).
+ */
+void *mmcid_pcpu_get_nested(struct mmcid_pcpu *s, struct mmcid_pcpu_ref *ref,
+			    gfp_t gfp)
+{
+	return mmcid_get(s, ref, gfp, MMCID_SRC_TASK, 0, SINGLE_DEPTH_NESTING);
+}
+EXPORT_SYMBOL_GPL(mmcid_pcpu_get_nested);
 
 /**
  * mmcid_pcpu_put() - end the access begun by mmcid_pcpu_get()
@@ -809,7 +949,11 @@ static void mmcid_each_one(struct mmcid_pcpu *s, void *slot, int cid,
  * @fn runs with @s's raw spinlock held and interrupts disabled: it must
  * not sleep, allocate or take a sleeping lock (spinlock_t on PREEMPT_RT).
  * Cid slots may be updated by their owners meanwhile; the remote slot and
- * the set of slots are stable.
+ * the set of slots are stable.  Cost: O(initialised cids) calls of @fn
+ * (plus one word per block) in one hold of the raw lock with interrupts
+ * off, as percpu_counter_sum() walks every CPU under its raw lock; one
+ * hold is what makes a walk that races with mm teardown exact (every slot
+ * is seen either in its block or folded into the remote slot).
  *
  * Context: Any context but NMI; does not sleep.  Not between
  * mmcid_pcpu_get() and mmcid_pcpu_put() of @s (self-deadlock on the
@@ -836,26 +980,25 @@ EXPORT_SYMBOL_GPL(mmcid_pcpu_for_each);
  * Counts the allocations really made: the header with the remote slot
  * (its kmalloc bucket, or the pages if it was vmalloc()ed) and the blocks'
  * kmalloc buckets.  The per-mm context (shared by every object of the mm)
- * is not included.
+ * is not included.  Lockless: with concurrent growth or teardown, each
+ * block is counted as it is at the moment it is looked at.
  *
- * Context: Any context but NMI; does not sleep.  Not between
- * mmcid_pcpu_get() and mmcid_pcpu_put() of @s.
+ * Context: Any context; does not sleep, takes no lock (may be called
+ * between mmcid_pcpu_get() and mmcid_pcpu_put() of @s).
  * Return: the byte count.
  */
 size_t mmcid_pcpu_memory(struct mmcid_pcpu *s)
 {
 	size_t bytes = mmcid_hdr_size(s->nblk) + s->size;
-	unsigned long flags;
 	unsigned int k;
 
 	bytes = is_vmalloc_addr(s) ? PAGE_ALIGN(bytes) :
 		kmalloc_size_roundup(bytes);
-	raw_spin_lock_irqsave(&s->lock, flags);
-	for (k = 0; k < s->nblk && !s->dead; k++)
-		if (s->blk[k].slots)
+	/* Lockless: block pointers only, never dereferenced. */
+	for (k = 0; k < s->nblk; k++)
+		if (READ_ONCE(s->blk[k].slots))
 			bytes += kmalloc_size_roundup(mmcid_blk_len(&s->geo, k) *
 						      s->stride);
-	raw_spin_unlock_irqrestore(&s->lock, flags);
 	return bytes;
 }
 EXPORT_SYMBOL_GPL(mmcid_pcpu_memory);
@@ -864,49 +1007,50 @@ EXPORT_SYMBOL_GPL(mmcid_pcpu_memory);
  * mmcid_pcpu_slots() - cid slots allocated (initialised or not)
  * @s: the storage
  *
- * Context: Any context but NMI; does not sleep.  Not between
- * mmcid_pcpu_get() and mmcid_pcpu_put() of @s.
+ * Lockless, as mmcid_pcpu_memory().
+ *
+ * Context: Any context; does not sleep, takes no lock.
  * Return: the number of slots in the allocated blocks.
  */
 unsigned int mmcid_pcpu_slots(struct mmcid_pcpu *s)
 {
 	unsigned int k, n = 0;
-	unsigned long flags;
 
-	raw_spin_lock_irqsave(&s->lock, flags);
-	for (k = 0; k < s->nblk && !s->dead; k++)
-		if (s->blk[k].slots)
+	/* Lockless, as mmcid_pcpu_memory(). */
+	for (k = 0; k < s->nblk; k++)
+		if (READ_ONCE(s->blk[k].slots))
 			n += mmcid_blk_len(&s->geo, k);
-	raw_spin_unlock_irqrestore(&s->lock, flags);
 	return n;
 }
 EXPORT_SYMBOL_GPL(mmcid_pcpu_slots);
-
-static void mmcid_max_one(struct mmcid_pcpu *s, void *slot, int cid,
-			  void *data)
-{
-	int *max = data;
-
-	*max = max(*max, cid);
-}
 
 /**
  * mmcid_pcpu_max_cid() - the largest cid whose slot was initialised
  * @s: the storage
  *
- * Context: Any context but NMI; does not sleep.  Not between
- * mmcid_pcpu_get() and mmcid_pcpu_put() of @s.
+ * Lockless, reads one word per block at most (no slot): a snapshot when
+ * slots are initialised or torn down concurrently.
+ *
+ * Context: Any context; does not sleep, takes no lock.
  * Return: that cid, or -1 if none (or after the mm was torn down).
  */
 int mmcid_pcpu_max_cid(struct mmcid_pcpu *s)
 {
-	unsigned long flags;
-	int max = -1;
+	unsigned int k = s->nblk;
 
-	raw_spin_lock_irqsave(&s->lock, flags);
-	mmcid_walk(s, mmcid_max_one, &max);
-	raw_spin_unlock_irqrestore(&s->lock, flags);
-	return max;
+	/*
+	 * Lockless, from the last block down, ready words only (no slot is
+	 * touched).  Teardown clears a block's ready word before the block
+	 * is freed, and publication needs a zero ready word, so a bit seen
+	 * here belongs to a slot that was initialised.
+	 */
+	while (k--) {
+		unsigned long ready = READ_ONCE(s->blk[k].ready);
+
+		if (ready)
+			return mmcid_blk_first(&s->geo, k) + __fls(ready);
+	}
+	return -1;
 }
 EXPORT_SYMBOL_GPL(mmcid_pcpu_max_cid);
 
@@ -916,8 +1060,9 @@ EXPORT_SYMBOL_GPL(mmcid_pcpu_max_cid);
  *
  * Context: Any context but NMI; does not sleep.  Not between
  * mmcid_pcpu_get() and mmcid_pcpu_put() of @s.
- * Return: true once the cid slots were folded (and are being or have been
- * freed).
+ * Return: true once the mm's teardown began: the cid slots are being or
+ * have been folded into the remote slot and freed (block by block; sums
+ * are exact throughout).
  */
 bool mmcid_pcpu_mm_gone(struct mmcid_pcpu *s)
 {
@@ -947,6 +1092,56 @@ unsigned int mmcid_pcpu_grow_attempts(struct mmcid_pcpu *s,
 	*retry = READ_ONCE(s->grow_retry);
 	return atomic_read(&s->grow_attempts);
 }
+
+/**
+ * mmcid_pcpu_lock_key() - the lockdep class key of the lock (KUnit only)
+ * @s: the storage
+ *
+ * Context: Any context.
+ * Return: the key its creation site passed.
+ */
+const struct lock_class_key *mmcid_pcpu_lock_key(struct mmcid_pcpu *s)
+{
+	return s->lock_key;
+}
+
+/**
+ * mmcid_pcpu_geo_blk() - the block of a cid (KUnit only)
+ * @stride: slot distance in bytes, a multiple of SMP_CACHE_BYTES up to
+ *	    PAGE_SIZE
+ * @cid: the cid
+ *
+ * Context: Any context.
+ * Return: mmcid_blk_of() for the geometry of @stride.
+ */
+unsigned int mmcid_pcpu_geo_blk(unsigned int stride, unsigned int cid)
+{
+	struct mmcid_geo g;
+
+	mmcid_geo_init(&g, stride);
+	return mmcid_blk_of(&g, cid);
+}
+
+/**
+ * mmcid_pcpu_geo_block() - where a block starts and how long it is (KUnit)
+ * @stride: as for mmcid_pcpu_geo_blk()
+ * @ncids: the number of cids (nr_cpu_ids in real use)
+ * @k: the block, below mmcid_pcpu_geo_blk(@stride, @ncids - 1) + 1
+ * @first: set to its first cid
+ * @len: set to its number of slots (capped at @ncids)
+ *
+ * Context: Any context.
+ */
+void mmcid_pcpu_geo_block(unsigned int stride, unsigned int ncids,
+			  unsigned int k, unsigned int *first,
+			  unsigned int *len)
+{
+	struct mmcid_geo g;
+
+	mmcid_geo_init(&g, stride);
+	*first = mmcid_blk_first(&g, k);
+	*len = mmcid_blk_len_n(&g, k, ncids);
+}
 #endif
 
 /* ---- counter ------------------------------------------------------------------ */
@@ -971,21 +1166,26 @@ static const struct mmcid_pcpu_ops mmcid_counter_ops = {
 };
 
 /**
- * mmcid_counter_create() - a counter of an mm, one local64_t per cid
+ * __mmcid_counter_create() - a counter of an mm, one local64_t per cid
  * @mm: as for mmcid_pcpu_create()
+ * @key: lockdep class; mmcid_counter_create() passes its call site's
+ *
+ * Use mmcid_counter_create().
  *
  * Context: Process context, may sleep.
  * Return: the counter or an ERR_PTR(), as mmcid_pcpu_create(): -EINVAL,
- * -ENOMEM, or -EINTR when a signal is pending.
+ * -ESRCH, -ENOMEM, or -EINTR when a signal is pending.
  */
-struct mmcid_counter *mmcid_counter_create(struct mm_struct *mm)
+struct mmcid_counter *__mmcid_counter_create(struct mm_struct *mm,
+					     struct lock_class_key *key)
 {
-	struct mmcid_pcpu *s = mmcid_pcpu_create(mm, sizeof(local64_t),
-						 &mmcid_counter_ops, NULL);
+	struct mmcid_pcpu *s = __mmcid_pcpu_create(mm, sizeof(local64_t),
+						   &mmcid_counter_ops, NULL,
+						   key);
 
 	return IS_ERR(s) ? ERR_CAST(s) : (struct mmcid_counter *)s;
 }
-EXPORT_SYMBOL_GPL(mmcid_counter_create);
+EXPORT_SYMBOL_GPL(__mmcid_counter_create);
 
 /**
  * mmcid_counter_destroy() - free a counter
@@ -1013,13 +1213,15 @@ struct mmcid_pcpu *mmcid_counter_storage(struct mmcid_counter *c)
 }
 EXPORT_SYMBOL_GPL(mmcid_counter_storage);
 
-int __mmcid_counter_add(struct mmcid_counter *c, s64 delta, gfp_t gfp,
-			enum mmcid_src src, int cid, unsigned int *cpu)
+static int mmcid_counter_add_sub(struct mmcid_counter *c, s64 delta,
+				 gfp_t gfp, enum mmcid_src src, int cid,
+				 unsigned int *cpu, unsigned int subclass)
 {
 	struct mmcid_pcpu *s = ctr_store(c);
 	struct mmcid_pcpu_ref ref;
 	local64_t *v;
 
+	might_sleep_if(gfpflags_allow_blocking(gfp));
 	preempt_disable();
 	v = mmcid_fast_slot(s, src, cid, &ref.cid);
 	if (likely(v)) {
@@ -1032,11 +1234,18 @@ int __mmcid_counter_add(struct mmcid_counter *c, s64 delta, gfp_t gfp,
 	preempt_enable();
 
 	/* First use of the slot, a missing block, or the remote slot. */
-	local64_add(delta, (local64_t *)__mmcid_pcpu_get(s, &ref, gfp, src, cid));
+	v = mmcid_get(s, &ref, gfp, src, cid, subclass);
+	local64_add(delta, v);
 	mmcid_pcpu_put(s, &ref);
 	if (cpu)
 		*cpu = ref.cpu;
 	return ref.cid;
+}
+
+int __mmcid_counter_add(struct mmcid_counter *c, s64 delta, gfp_t gfp,
+			enum mmcid_src src, int cid, unsigned int *cpu)
+{
+	return mmcid_counter_add_sub(c, delta, gfp, src, cid, cpu, 0);
 }
 
 /**
@@ -1056,9 +1265,32 @@ int __mmcid_counter_add(struct mmcid_counter *c, s64 delta, gfp_t gfp,
 int mmcid_counter_add(struct mmcid_counter *c, s64 delta, gfp_t gfp,
 		      unsigned int *cpu)
 {
-	return __mmcid_counter_add(c, delta, gfp, MMCID_SRC_TASK, 0, cpu);
+	return mmcid_counter_add_sub(c, delta, gfp, MMCID_SRC_TASK, 0, cpu, 0);
 }
 EXPORT_SYMBOL_GPL(mmcid_counter_add);
+
+/**
+ * mmcid_counter_add_nested() - mmcid_counter_add() inside an access to
+ *				another object of the same lockdep class
+ * @c: the counter (not the object whose access is in progress)
+ * @delta: the amount
+ * @gfp: allocation flags; must not block (the caller is atomic)
+ * @cpu: if not NULL, set to the CPU the add ran on
+ *
+ * See mmcid_pcpu_get_nested(): the remote slot's lock is taken with
+ * subclass SINGLE_DEPTH_NESTING.
+ *
+ * Context: Inside an access to another storage object; atomic, does not
+ * sleep.
+ * Return: the cid whose slot was used, or MMCID_PCPU_REMOTE.
+ */
+int mmcid_counter_add_nested(struct mmcid_counter *c, s64 delta, gfp_t gfp,
+			     unsigned int *cpu)
+{
+	return mmcid_counter_add_sub(c, delta, gfp, MMCID_SRC_TASK, 0, cpu,
+				     SINGLE_DEPTH_NESTING);
+}
+EXPORT_SYMBOL_GPL(mmcid_counter_add_nested);
 
 static void mmcid_sum_one(const void *slot, int cid, void *data)
 {
@@ -1072,9 +1304,13 @@ static void mmcid_sum_one(const void *slot, int cid, void *data)
  * Exact when no add runs concurrently (and after the mm is torn down);
  * with concurrent adds, as percpu_counter_sum(): each slot is read once.
  *
+ * Cost: as mmcid_pcpu_for_each(), O(initialised cids) under @c's raw
+ * spinlock with interrupts off.
+ *
  * Context: Any context but NMI; does not sleep.  Not inside an access to
  * @c's storage (self-deadlock on the remote slot, which lockdep reports
- * as recursive locking).
+ * as recursive locking), nor inside one to another object of the same
+ * lockdep class (there is no nested variant).
  * Return: the sum of every cid slot and the remote slot.
  */
 s64 mmcid_counter_sum(struct mmcid_counter *c)
@@ -1380,7 +1616,11 @@ void pn_mmcid_exit(void)
 	list_for_each_entry_safe(r, tmp, &pn_mmcid_regs, node)
 		pn_mmcid_reg_drop(r);
 	mutex_unlock(&pn_mmcid_reg_lock);
-	/* free_notifier callbacks (our code) must finish before unload. */
+	/*
+	 * free_notifier callbacks (our code) must finish before unload.  In
+	 * 6.12 mmu_notifier_synchronize() is synchronize_srcu() on the
+	 * notifiers' SRCU, which mmu_notifier_put() frees through.
+	 */
 	mmu_notifier_synchronize();
 }
 

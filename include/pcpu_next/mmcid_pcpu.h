@@ -8,6 +8,7 @@
 #define _PCPU_NEXT_MMCID_PCPU_H
 
 #include <linux/gfp.h>
+#include <linux/lockdep_types.h>
 #include <linux/types.h>
 
 struct mm_struct;
@@ -59,12 +60,36 @@ struct mmcid_pcpu_ref {
 	unsigned long flags;
 };
 
-struct mmcid_pcpu *mmcid_pcpu_create(struct mm_struct *mm, size_t size,
-				     const struct mmcid_pcpu_ops *ops,
-				     void *arg);
+struct mmcid_pcpu *__mmcid_pcpu_create(struct mm_struct *mm, size_t size,
+				       const struct mmcid_pcpu_ops *ops,
+				       void *arg, struct lock_class_key *key);
+
+/**
+ * mmcid_pcpu_create() - create storage for an mm, indexed by mm_cid
+ * @mm: the mm; the caller holds mm_users (mmget() or it is current->mm)
+ * @size: bytes per slot, 1..PAGE_SIZE
+ * @ops: slot callbacks, or NULL
+ * @arg: passed to the callbacks
+ *
+ * See __mmcid_pcpu_create().  Every call site has a static lockdep class
+ * for the storage's lock (as percpu_counter_init() and mutex_init() do):
+ * all objects created here share it.
+ *
+ * Context: Process context, may sleep.
+ * Return: the storage or an ERR_PTR(), see __mmcid_pcpu_create().
+ */
+#define mmcid_pcpu_create(mm, size, ops, arg)				\
+({									\
+	static struct lock_class_key __key;				\
+									\
+	__mmcid_pcpu_create(mm, size, ops, arg, &__key);		\
+})
+
 void mmcid_pcpu_destroy(struct mmcid_pcpu *s);
 void *mmcid_pcpu_get(struct mmcid_pcpu *s, struct mmcid_pcpu_ref *ref,
 		     gfp_t gfp);
+void *mmcid_pcpu_get_nested(struct mmcid_pcpu *s, struct mmcid_pcpu_ref *ref,
+			    gfp_t gfp);
 void mmcid_pcpu_put(struct mmcid_pcpu *s, struct mmcid_pcpu_ref *ref);
 void mmcid_pcpu_for_each(struct mmcid_pcpu *s,
 			 void (*fn)(const void *slot, int cid, void *data),
@@ -74,10 +99,30 @@ unsigned int mmcid_pcpu_slots(struct mmcid_pcpu *s);
 int mmcid_pcpu_max_cid(struct mmcid_pcpu *s);
 bool mmcid_pcpu_mm_gone(struct mmcid_pcpu *s);
 
-struct mmcid_counter *mmcid_counter_create(struct mm_struct *mm);
+struct mmcid_counter *__mmcid_counter_create(struct mm_struct *mm,
+					     struct lock_class_key *key);
+
+/**
+ * mmcid_counter_create() - a counter of an mm, one local64_t per cid
+ * @mm: as for mmcid_pcpu_create()
+ *
+ * See __mmcid_counter_create(); one static lockdep class per call site.
+ *
+ * Context: Process context, may sleep.
+ * Return: the counter or an ERR_PTR(), see __mmcid_counter_create().
+ */
+#define mmcid_counter_create(mm)					\
+({									\
+	static struct lock_class_key __key;				\
+									\
+	__mmcid_counter_create(mm, &__key);				\
+})
+
 void mmcid_counter_destroy(struct mmcid_counter *c);
 int mmcid_counter_add(struct mmcid_counter *c, s64 delta, gfp_t gfp,
 		      unsigned int *cpu);
+int mmcid_counter_add_nested(struct mmcid_counter *c, s64 delta, gfp_t gfp,
+			     unsigned int *cpu);
 s64 mmcid_counter_sum(struct mmcid_counter *c);
 struct mmcid_pcpu *mmcid_counter_storage(struct mmcid_counter *c);
 
@@ -99,6 +144,13 @@ int pn_mmcid_parse(const char *buf, size_t len, s64 *delta);
 /* KUnit only: block allocations tried, and the backoff deadline. */
 unsigned int mmcid_pcpu_grow_attempts(struct mmcid_pcpu *s,
 				      unsigned long *retry);
+/* KUnit only: the lockdep class key the storage's lock was given. */
+const struct lock_class_key *mmcid_pcpu_lock_key(struct mmcid_pcpu *s);
+/* KUnit only: block geometry for @stride-byte slots and @ncids cids. */
+unsigned int mmcid_pcpu_geo_blk(unsigned int stride, unsigned int cid);
+void mmcid_pcpu_geo_block(unsigned int stride, unsigned int ncids,
+			  unsigned int k, unsigned int *first,
+			  unsigned int *len);
 #endif
 int pn_mmcid_init(void);
 void pn_mmcid_exit(void);
