@@ -598,6 +598,24 @@ static inline bool pn_release_should_fail(void)
 }
 #endif
 
+#if IS_ENABLED(CONFIG_KUNIT)
+/*
+ * For the KUnit suite: make the next @n chunk releases of the calling task
+ * fail at that site (task-filtered, so no other task's release is hit); 0
+ * restores the defaults (probability 0: only fail-nth reaches the site).
+ */
+VISIBLE_IF_KUNIT void pn_alloc_fail_releases(unsigned int n)
+{
+#ifdef CONFIG_FAULT_INJECTION
+	current->make_it_fail = !!n;
+	pn_fail_release.task_filter = !!n;
+	atomic_set(&pn_fail_release.times, n ? n : 1);
+	pn_fail_release.probability = n ? 100 : 0;
+#endif
+}
+EXPORT_SYMBOL_IF_KUNIT(pn_alloc_fail_releases);
+#endif
+
 /* The debugfs countdown first, then the stress fault window (faults=). */
 static bool pn_should_fail_chunk(void)
 {

@@ -144,6 +144,7 @@ void pn_cache_flush_work(struct pn_cache *cache);
 unsigned long pn_cache_scan(struct pn_cache *cache, unsigned long nr);
 #if IS_ENABLED(CONFIG_KUNIT)
 extern unsigned long pn_cpu_cache_bytes;	/* VISIBLE_IF_KUNIT */
+void pn_alloc_fail_releases(unsigned int n);	/* VISIBLE_IF_KUNIT */
 #endif
 bool pn_alloc_debug_forced(void);
 
