@@ -4,6 +4,9 @@
 # make check: every test lane, then one closing line "N passed, N failed".
 #
 #   deps     scripts/deps.sh (idempotent)
+#   build    W=1 builds against Debian's 6.12 headers, every flavour
+#            (amd64, cloud-amd64, rt-amd64); Debian's 6.1 headers must be
+#            refused with one line (scripts/build-lane.sh, TAP; no VM)
 #   model    SPIN: the lazy-counter upgrade protocol over all interleavings
 #            of a small model, and mutants of it that must fail
 #            (scripts/model.sh; no VM)
@@ -32,7 +35,7 @@
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
-lanes="model stock stock-rt debug rt kunitpy bench hotplug cycles kcsan"
+lanes="build model stock stock-rt debug rt kunitpy bench hotplug cycles kcsan"
 if [ "${1:-}" = --lane ]; then
 	lanes=$2
 fi
@@ -59,6 +62,13 @@ run_vm()	# lane kernel smp possible guest [kernel command line]
 
 for lane in $lanes; do
 	case $lane in
+	build)
+		echo "== lane build: W=1 against every Debian 6.12 headers flavour; 6.1 refused"
+		bash "$REPO/scripts/build-lane.sh" >"$OUT/build.log" 2>&1
+		rc=$?
+		grep -E '^(not )?ok [0-9]' "$OUT/build.log" | sed 's/^/   /'
+		echo "build $rc tap $OUT/build.log" >>"$runs"
+		;;
 	model)
 		echo "== lane model: SPIN model of the lazy-counter upgrade protocol"
 		bash "$REPO/scripts/model.sh" >"$OUT/model.log" 2>&1

@@ -40,6 +40,16 @@ abi=$(apt-cache pkgnames linux-headers-6.12. |
 [ -n "$abi" ] || die "no linux-headers-6.12.*+deb12-amd64 in the archive"
 # Debian's two x86-64 flavours the lanes boot: amd64 (stock) and rt-amd64
 # (PREEMPT_RT, stock-rt): headers installed, image unpacked into the cache.
+# The build lane also compiles against cloud-amd64, and must be refused by
+# the newest 6.1 headers (bookworm's default kernel, below the minimum).
+old=$(apt-cache pkgnames linux-headers-6.1. |
+	sed -n 's/^\(linux-headers-6\.1\.[0-9]*-[0-9]*-amd64\)$/\1/p' | sort -V | tail -n 1)
+for hdr in "linux-headers-$abi-cloud-amd64" $old; do
+	if ! dpkg-query -W -f='${Status}' "$hdr" 2>/dev/null | grep -q 'install ok installed'; then
+		echo "deps: installing $hdr"
+		apt-get install -y -qq --no-install-recommends "$hdr" >/dev/null
+	fi
+done
 for flavour in amd64 rt-amd64; do
 	hdr="linux-headers-$abi-$flavour"
 	if ! dpkg-query -W -f='${Status}' "$hdr" 2>/dev/null | grep -q 'install ok installed'; then
