@@ -69,6 +69,24 @@ build_module()
 	echo "$work/src/pcpu_next.ko"
 }
 
+# build_client KDIR WORKDIR: build the sample client (samples/) of the
+# module that build_module built in WORKDIR, against that module's
+# Module.symvers (KBUILD_EXTRA_SYMBOLS), W=1 silent.  Prints the .ko.
+build_client()
+{
+	local kdir=$1 work=$2 blog
+	blog=$work/client.log
+	if ! make -C "$kdir" M="$work/src/samples" \
+		KBUILD_EXTRA_SYMBOLS="$work/src/Module.symvers" W=1 modules >"$blog" 2>&1; then
+		tail -n 40 "$blog" >&2
+		die "sample client build against $kdir failed"
+	fi
+	if grep -E 'warning:|error:' "$blog" >&2; then
+		die "sample client build against $kdir is not warning-free (W=1)"
+	fi
+	echo "$work/src/samples/pcpu_next_client.ko"
+}
+
 # build_selftests SRC WORKDIR: static selftest binaries in WORKDIR/bin.
 build_selftests()
 {

@@ -28,7 +28,8 @@
 #     --log FILE            console log (default .out/vm-<kernel>.log)
 #     --src DIR             module source tree (default: this repository)
 #
-# Inside the guest: busybox, debugfs mounted, /pcpu_next.ko (not loaded),
+# Inside the guest: busybox, debugfs mounted, /pcpu_next.ko and the sample
+# client /pcpu_next_client.ko (not loaded),
 # /selftests/*, and /lib.sh with helpers (pn_insmod, pn_stress, ...).  The
 # script's exit status is reported by a marker line.  vm.sh exits non-zero
 # if the guest script failed, the guest did not finish, or the log shows a
@@ -75,6 +76,7 @@ esac
 
 work=$OUT/vm-$kind
 mod=$(build_module "$src" "$kdir" "$work/mod")
+client=$(build_client "$kdir" "$work/mod")
 build_selftests "$src" "$work/selftests"
 
 # initramfs
@@ -83,6 +85,7 @@ rm -rf "$root"
 mkdir -p "$root"/{bin,sbin,proc,sys,dev,tmp,selftests}
 cp /bin/busybox "$root/bin/busybox"
 cp "$mod" "$root/pcpu_next.ko"
+cp "$client" "$root/pcpu_next_client.ko"
 cp "$work"/selftests/bin/* "$root/selftests/" 2>/dev/null || true
 cp "$REPO/scripts/guest/lib.sh" "$root/lib.sh"
 cp "$guest" "$root/guest.sh"

@@ -130,6 +130,16 @@ void pn_cache_get_stats(struct pn_cache *cache, struct pn_cache_stats *st);
 
 void __percpu *pn_alloc_percpu_gfp(size_t size, size_t align, gfp_t gfp);
 void pn_free_percpu(void __percpu *ptr);
+
+/*
+ * Typed conveniences, as alloc_percpu() and alloc_percpu_gfp(): a zeroed
+ * per-CPU object of @type (at most PN_ALLOC_MAX_SIZE bytes), freed with
+ * pn_free_percpu().
+ */
+#define pn_alloc_percpu_gfp_type(type, gfp)				\
+	((typeof(type) __percpu *)pn_alloc_percpu_gfp(sizeof(type),	\
+						      __alignof__(type), gfp))
+#define pn_alloc_percpu(type)	pn_alloc_percpu_gfp_type(type, GFP_KERNEL)
 struct pn_cache *pn_cache_of(void __percpu *ptr);
 
 /* Module-internal: init/exit, and hooks for the KUnit suite. */

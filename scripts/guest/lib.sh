@@ -23,6 +23,21 @@ pn_insmod()
 	fi
 }
 
+# The sample client (samples/): its load runs its checks against the
+# loaded pcpu_next through the public API only; rmmod it again.
+pn_client()
+{
+	echo "=== PN-CLIENT-BEGIN"
+	if insmod /pcpu_next_client.ko; then
+		rmmod pcpu_next_client
+		pn_result PASS client
+	else
+		pn_result FAIL client
+	fi
+	dmesg | grep 'pcpu_next_client:' | sed 's/^/# /'
+	echo "=== PN-CLIENT-END"
+}
+
 pn_rmmod()
 {
 	if rmmod pcpu_next; then pn_result PASS rmmod; else pn_result FAIL rmmod; fi

@@ -1,7 +1,8 @@
-# Stock lane (Debian's kernel): load, selftests, a short stress of every
+# Stock lane (Debian's kernel): load, the sample client, selftests, a short stress of every
 # test, rmmod; then rmmod in the middle of a run.
 . /lib.sh
 pn_insmod || exit 1
+pn_client
 pn_selftests
 for t in $(pn_tests stress); do
 	pn_stress "test=$t ms=1500"
