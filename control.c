@@ -14,6 +14,7 @@
  *        |
  *        v  pn_parse_line(): strict, bounded       -EINVAL / -ERANGE / -E2BIG
  *        v  test known, mode and faults= supported  -EINVAL / -EOPNOTSUPP
+ *           (faults=: also needs CONFIG_FAULT_INJECTION)
  *   pn_ctl_lock: idle? --no--> -EBUSY
  *        | yes: state = running, queue pn_run_work on pn_wq, return count
  *        v
@@ -42,17 +43,35 @@
  * waits for the worker to exit and so orders its stores before the
  * controller's loads.
  *
- * Fault injection.  A stress line with faults=N (per mille) arms the
- * injection sites (enum pn_fault_site) for the worker phase of a test
- * that supports it: pn_fault_arm() resets the per-site counts and sets
- * pn_fault_permille, pn_fault_disarm() clears it, both from the run's
- * controller, so at most one window is open at a time.  Sites read the
- * rate with READ_ONCE() and draw from get_random_u32_below(), so an
- * injected fault is not reproducible from the seed (thread interleaving
- * is not either).  The test reads the counts after its workers stopped
- * (kthread_stop() orders their increments) and checks them against the
- * errors it saw; the summary line ends with injected=chunk:a,ctor:b,
- * upgrade:c.
+ * Fault injection.  Every injection site (enum pn_fault_site) has its
+ * own struct fault_attr of the kernel's fault-injection framework, defined
+ * next to the code it fails (pcpu_alloc.c: chunk creation and the alloc
+ * stress's constructor; lazy_counter.c: an upgrade's allocation;
+ * mmcid_pcpu.c: a block's allocation) and checked by pn_fault_hit() with
+ * should_fail().  With CONFIG_FAULT_INJECTION_DEBUG_FS they appear as
+ *
+ *   /sys/kernel/debug/pcpu_next/fault/
+ *     fail_chunk/  fail_ctor/  fail_upgrade/  fail_mmcid/
+ *       probability interval times space verbose task-filter ...
+ *
+ * (Documentation/fault-injection/fault-injection.rst); at load each has
+ * probability 0 and verbose 0 (a stack dump per injected failure would be
+ * a splat in the test lanes), so only the calling task's fail-nth reaches
+ * a site.  A stress line with faults=N (per mille) arms every site for
+ * the worker phase of a test that supports it: pn_fault_arm() resets the
+ * per-site counts and sets probability DIV_ROUND_UP(N, 10) percent (the
+ * framework draws in percent: multiples of ten are exact, any N > 0 stays
+ * above 0), times -1 (unlimited), no task filter, no space;
+ * pn_fault_disarm() restores the load-time defaults, both from the run's
+ * controller, so at most one window is open at a time.  should_fail()
+ * draws from get_random_u32_below(), so an injected fault is not
+ * reproducible from the seed (thread interleaving is not either).  Every
+ * true answer of should_fail() at a site is counted, fail-nth ones too;
+ * the test reads the counts after its workers stopped (kthread_stop()
+ * orders their increments) and checks them against the errors it saw;
+ * the summary line ends with injected=chunk:a,ctor:b,upgrade:c,mmcid:d.
+ * A kernel without CONFIG_FAULT_INJECTION has none of this compiled in
+ * and refuses faults= with -EOPNOTSUPP, like a test without fault support.
  */
 
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
@@ -61,6 +80,7 @@
 #include <linux/cpumask.h>
 #include <linux/ctype.h>
 #include <linux/debugfs.h>
+#include <linux/fault-inject.h>
 #include <linux/kernel.h>
 #include <linux/kthread.h>
 #include <linux/math64.h>
@@ -281,22 +301,54 @@ int pn_parse_line(const char *line, size_t len, struct pn_params *p)
 
 /* ---- fault injection ------------------------------------------------------ */
 
-/* Armed probability per mille; written by the run's controller only. */
-unsigned int pn_fault_permille;
-static atomic_long_t pn_fault_count[PN_FAULT_NR_SITES];
-
 static const char *const pn_fault_names[PN_FAULT_NR_SITES] = {
 	[PN_FAULT_CHUNK] = "chunk",
 	[PN_FAULT_CTOR] = "ctor",
 	[PN_FAULT_UPGRADE] = "upgrade",
+	[PN_FAULT_MMCID] = "mmcid",
 };
 
-/* Out-of-line half of pn_fault_hit(): draw, and count a hit. */
-bool __pn_fault_hit(enum pn_fault_site site)
-{
-	unsigned int rate = READ_ONCE(pn_fault_permille);
+#ifdef CONFIG_FAULT_INJECTION
+/* The sites' attrs, defined where they fail; names as in debugfs. */
+static struct fault_attr *const pn_fault_attrs[PN_FAULT_NR_SITES] = {
+	[PN_FAULT_CHUNK] = &pn_fail_chunk,
+	[PN_FAULT_CTOR] = &pn_fail_ctor,
+	[PN_FAULT_UPGRADE] = &lazy_fail_upgrade,
+	[PN_FAULT_MMCID] = &mmcid_fail_grow,
+};
 
-	if (!rate || get_random_u32_below(PN_MAX_FAULTS) >= rate)
+static atomic_long_t pn_fault_count[PN_FAULT_NR_SITES];
+
+/*
+ * Reset @attr to what the module sets at load (the debugfs-visible
+ * defaults): probability 0, so only fail-nth reaches the site.  The
+ * probability goes first, so a concurrent should_fail() sees either the
+ * armed settings or probability 0.
+ */
+static void pn_fault_attr_reset(struct fault_attr *attr)
+{
+	WRITE_ONCE(attr->probability, 0);
+	WRITE_ONCE(attr->interval, 1);
+	atomic_set(&attr->times, 1);
+	atomic_set(&attr->space, 0);
+	WRITE_ONCE(attr->task_filter, false);
+	WRITE_ONCE(attr->verbose, 0);	/* a stack dump per fault is a splat */
+}
+
+/**
+ * pn_fault_hit() - should the caller fail here?
+ * @site: the injection site
+ *
+ * should_fail() on the site's fault_attr: the debugfs knobs, a run's
+ * faults= window and the calling task's fail-nth all reach it.  A failure
+ * is counted for pn_fault_injected().
+ *
+ * Context: Any context but NMI; fail-nth counts only in task context.
+ * Return: true if the caller must fail.
+ */
+bool pn_fault_hit(enum pn_fault_site site)
+{
+	if (!should_fail(pn_fault_attrs[site], 1))
 		return false;
 	atomic_long_inc(&pn_fault_count[site]);
 	return true;
@@ -307,25 +359,36 @@ bool __pn_fault_hit(enum pn_fault_site site)
  * @run: the run; nothing happens unless it was started with faults=N
  *
  * Resets the per-site counts, then makes every site fail with
- * probability N/1000 until pn_fault_disarm().
+ * probability DIV_ROUND_UP(N, 10) percent until pn_fault_disarm():
+ * should_fail() draws in percent, so N per mille is rounded up to the
+ * next multiple of ten (exact for multiples of ten, and N > 0 never
+ * becomes 0).  Unlimited times, no task filter, no space, no interval:
+ * the run owns the attrs, whatever debugfs said before.
  *
  * Context: The run's controller thread.
  */
 void pn_fault_arm(struct pn_run *run)
 {
+	unsigned long pct = DIV_ROUND_UP(run->p.faults, PN_MAX_FAULTS / 100);
 	unsigned int i;
 
 	if (!run->p.faults)
 		return;
-	for (i = 0; i < PN_FAULT_NR_SITES; i++)
+	for (i = 0; i < PN_FAULT_NR_SITES; i++) {
+		struct fault_attr *attr = pn_fault_attrs[i];
+
+		pn_fault_attr_reset(attr);
 		atomic_long_set(&pn_fault_count[i], 0);
-	WRITE_ONCE(pn_fault_permille, run->p.faults);
+		atomic_set(&attr->times, -1);
+		WRITE_ONCE(attr->probability, pct);
+	}
 }
 
 /**
  * pn_fault_disarm() - close the fault-injection window
  * @run: the run
  *
+ * Restores every site's attr to the module's defaults (probability 0).
  * Sites that already decided to fail still do; the caller waits for
  * those (stops its workers, flushes its work items) before it reads
  * pn_fault_injected().
@@ -334,7 +397,10 @@ void pn_fault_arm(struct pn_run *run)
  */
 void pn_fault_disarm(struct pn_run *run)
 {
-	WRITE_ONCE(pn_fault_permille, 0);
+	unsigned int i;
+
+	for (i = 0; i < PN_FAULT_NR_SITES; i++)
+		pn_fault_attr_reset(pn_fault_attrs[i]);
 }
 
 /**
@@ -348,6 +414,30 @@ unsigned long pn_fault_injected(enum pn_fault_site site)
 {
 	return atomic_long_read(&pn_fault_count[site]);
 }
+
+/* Defaults, and pcpu_next/fault/fail_<site>/ with the standard knobs. */
+static void pn_fault_init(struct dentry *parent)
+{
+	struct dentry *dir __maybe_unused;
+	unsigned int i;
+
+	for (i = 0; i < PN_FAULT_NR_SITES; i++)
+		pn_fault_attr_reset(pn_fault_attrs[i]);
+#ifdef CONFIG_FAULT_INJECTION_DEBUG_FS
+	dir = debugfs_create_dir("fault", parent);
+	for (i = 0; i < PN_FAULT_NR_SITES; i++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "fail_%s", pn_fault_names[i]);
+		fault_create_debugfs_attr(name, dir, pn_fault_attrs[i]);
+	}
+#endif
+}
+#else
+static void pn_fault_init(struct dentry *parent)
+{
+}
+#endif
 
 /* ---- helpers for tests -------------------------------------------------- */
 
@@ -760,7 +850,8 @@ static ssize_t pn_ctl_write(struct file *file, const char __user *ubuf,
 		goto err;
 	}
 	if ((run->p.set & BIT(PN_KEY_FAULTS)) &&
-	    (mode != PN_STRESS || !t->faults)) {
+	    (mode != PN_STRESS || !t->faults ||
+	     !IS_ENABLED(CONFIG_FAULT_INJECTION))) {
 		ret = -EOPNOTSUPP;
 		goto err;
 	}
@@ -913,6 +1004,7 @@ int pn_control_init(void)
 	if (!pn_wq)
 		return -ENOMEM;
 	pn_dir = debugfs_create_dir("pcpu_next", NULL);
+	pn_fault_init(pn_dir);
 	return 0;
 }
 

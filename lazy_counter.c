@@ -210,9 +210,15 @@
  *
  * Allocation.  Per-CPU storage for the flat target comes from
  * lazy_pcpu_alloc(), from the project's allocator (pcpu_alloc.c);
- * the tree target's comes from counter_tree.c's own helper.  A test hook
- * (lazy_counter_inject_failure()) fails the n-th allocation step of the
- * next upgrades: step 1 the group, step 2 the target's storage.
+ * the tree target's comes from counter_tree.c's own helper.  Every
+ * allocation step of an upgrade (step 1 the group, step 2 the target's
+ * storage) first asks lazy_should_fail(): a test hook
+ * (lazy_counter_inject_failure()) fails the n-th step from now, exactly
+ * once, whatever task makes it (the KUnit suite and the stress's INJECT
+ * mode need that "next n" determinism); then, with CONFIG_FAULT_INJECTION,
+ * the kernel's fault injection through the fault_attr lazy_fail_upgrade
+ * (debugfs pcpu_next/fault/fail_upgrade/, armed by a stress line's
+ * faults=, see control.c; fail-nth reaches it too).
  */
 
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
@@ -220,6 +226,7 @@
 #include <linux/cpu.h>
 #include <linux/cpuhotplug.h>
 #include <linux/cpumask.h>
+#include <linux/fault-inject.h>
 #include <linux/gfp.h>
 #include <linux/kthread.h>
 #include <linux/list.h>
@@ -336,7 +343,12 @@ static atomic_long_t lazy_stat_misuse;
 /* Test hook: the n-th allocation step from now fails (0: none). */
 static atomic_t lazy_fail_countdown = ATOMIC_INIT(0);
 
-/* The countdown (KUnit, stress mode INJECT), then the faults= window. */
+#ifdef CONFIG_FAULT_INJECTION
+/* An upgrade step's fault_attr (pcpu_next/fault/fail_upgrade/). */
+DECLARE_FAULT_ATTR(lazy_fail_upgrade);
+#endif
+
+/* The countdown (KUnit, stress mode INJECT), then the fault_attr. */
 static bool lazy_should_fail(void)
 {
 	if (unlikely(atomic_read(&lazy_fail_countdown)) &&
@@ -1291,7 +1303,8 @@ static int lazy_stress(struct pn_run *run)
 
 	/*
 	 * faults=N: upgrade steps and chunk creations fail at random for
-	 * the whole run (the rounds' setup and checks allocate nothing).
+	 * the whole run (should_fail() on lazy_fail_upgrade and
+	 * pn_fail_chunk; the rounds' setup and checks allocate nothing).
 	 */
 	pn_fault_arm(run);
 	for (r = 0; r < rounds && !ret; r++) {

@@ -100,7 +100,12 @@
  * is tried again for MMCID_GROW_BACKOFF (one second), everyone takes the
  * remote slot meanwhile, so memory pressure does not turn every access
  * into a failing allocation.  A dead object (mm torn down) allocates
- * nothing.
+ * nothing.  With CONFIG_FAULT_INJECTION a block's allocation first asks
+ * the kernel's fault injection (should_fail() on the fault_attr
+ * mmcid_fail_grow, debugfs pcpu_next/fault/fail_mmcid/ with the
+ * standard knobs, fail-nth too): an injected failure takes exactly the
+ * path of a failed kmalloc (backoff, remote slot), so a get still never
+ * fails and every sum stays exact.
  *
  * Invariants:
  *  - A cid slot is written only by the task that holds that cid, with
@@ -207,6 +212,7 @@
 #include <linux/ctype.h>
 #include <linux/debugfs.h>
 #include <linux/err.h>
+#include <linux/fault-inject.h>
 #include <linux/jiffies.h>
 #include <linux/kthread.h>
 #include <linux/list.h>
@@ -660,6 +666,11 @@ static bool mmcid_may_grow(struct mmcid_pcpu *s, gfp_t gfp)
 	return true;
 }
 
+#ifdef CONFIG_FAULT_INJECTION
+/* A block allocation's fault_attr (pcpu_next/fault/fail_mmcid/). */
+DECLARE_FAULT_ATTR(mmcid_fail_grow);
+#endif
+
 /*
  * Allocate and publish block k, with preemption enabled by us.  0 if it
  * exists afterwards, else -errno; a failure starts the backoff.
@@ -676,7 +687,8 @@ static int mmcid_grow(struct mmcid_pcpu *s, unsigned int k, gfp_t gfp)
 	gfp &= ~(__GFP_HIGH | __GFP_NOFAIL);
 	gfp |= __GFP_NOWARN | __GFP_NORETRY;
 	/* At most MMCID_BLK_BYTES; slots are initialised on first use. */
-	slots = kmalloc_array(mmcid_blk_len(&s->geo, k), s->stride, gfp);
+	slots = pn_fault_hit(PN_FAULT_MMCID) ? NULL :
+		kmalloc_array(mmcid_blk_len(&s->geo, k), s->stride, gfp);
 	if (!slots) {
 		unsigned long retry = jiffies + MMCID_GROW_BACKOFF;
 

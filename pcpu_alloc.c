@@ -163,7 +163,12 @@
  *
  * Observability: /sys/kernel/debug/pcpu_next/alloc/stats (0400) has a row
  * per cache; alloc/fail_next_chunks (0600) reads and sets how many of the
- * next chunk creations fail (fault injection).  Tracepoints (system
+ * next chunk creations fail (a deterministic countdown, any caller).
+ * Kernel fault injection (CONFIG_FAULT_INJECTION): chunk creation checks
+ * the fault_attr pn_fail_chunk (debugfs pcpu_next/fault/fail_chunk/, the
+ * standard knobs; a stress line's faults= arms it, see control.c), the
+ * alloc stress's constructor pn_fail_ctor (pcpu_next/fault/fail_ctor/),
+ * and chunk release pn_fail_release (alloc/fail_release/).  Tracepoints (system
  * pcpu_next_alloc): pn_chunk_create, pn_chunk_release, pn_depot_refill,
  * pn_depot_flush.
  *
@@ -616,7 +621,19 @@ VISIBLE_IF_KUNIT void pn_alloc_fail_releases(unsigned int n)
 EXPORT_SYMBOL_IF_KUNIT(pn_alloc_fail_releases);
 #endif
 
-/* The debugfs countdown first, then the stress fault window (faults=). */
+#ifdef CONFIG_FAULT_INJECTION
+/*
+ * Chunk creation's fault_attr (pcpu_next/fault/fail_chunk/), armed by a
+ * run's faults= window (control.c owns its settings then); fail-nth
+ * reaches it too.
+ */
+DECLARE_FAULT_ATTR(pn_fail_chunk);
+#endif
+
+/*
+ * The debugfs countdown first (deterministic: the next N creations, any
+ * caller), then the fault_attr (probability, fail-nth).
+ */
 static bool pn_should_fail_chunk(void)
 {
 	return atomic_add_unless(&pn_fail_next, -1, 0) ||
@@ -2264,7 +2281,8 @@ void pn_alloc_exit(void)
  * sharing memory, or any corruption, shows as a stamp mismatch.
  *
  * With faults=N, chunk creations and the constructor fail at random
- * (pn_fault_hit()).  A failed chunk creation must reach exactly one
+ * (pn_fault_hit(): should_fail() on pn_fail_chunk and pn_fail_ctor, at
+ * DIV_ROUND_UP(N, 10) percent).  A failed chunk creation must reach exactly one
  * GFP_KERNEL caller as NULL (__pn_cache_alloc() returns at the first
  * failed pn_grow()), so the stress checks that its NULL count equals the
  * caches' chunk-failure count and that no injected fault went missing;
@@ -2344,6 +2362,14 @@ static void pn_st_stamp(void __percpu *obj, unsigned int from, unsigned int word
 			       pn_st_word(tag, cpu, w);
 	}
 }
+
+#ifdef CONFIG_FAULT_INJECTION
+/*
+ * The stress constructor's fault_attr (pcpu_next/fault/fail_ctor/): only
+ * pn_st_ctor() checks it, so it fails nothing outside the alloc stress.
+ */
+DECLARE_FAULT_ATTR(pn_fail_ctor);
+#endif
 
 static int pn_st_ctor(void __percpu *obj, void *priv, gfp_t gfp)
 {

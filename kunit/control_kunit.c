@@ -8,7 +8,9 @@
 
 #include <kunit/test.h>
 #include <linux/cpumask.h>
+#include <linux/fault-inject.h>
 #include <linux/percpu.h>
+#include <linux/sched.h>
 #include <linux/slab.h>
 #include <linux/smp.h>
 #include <linux/string.h>
@@ -118,33 +120,53 @@ static void pn_parse_accepts_good_lines(struct kunit *test)
 }
 
 /*
- * The fault window: nothing fails outside it, everything fails at 1000
- * per mille, each hit is counted at its own site, and arming resets the
- * counts.
+ * The fault window on the kernel's fault_attrs: nothing fails outside it,
+ * everything fails at 1000 per mille (probability 100), each hit is
+ * counted at its own site, arming resets the counts, per mille maps to
+ * percent rounded up, and disarming restores probability 0.
  */
 static void pn_fault_window(struct kunit *test)
 {
+#ifdef CONFIG_FAULT_INJECTION
 	struct pn_run *run = kunit_kzalloc(test, sizeof(*run), GFP_KERNEL);
 	unsigned int i, hits = 0;
 
 	KUNIT_ASSERT_NOT_NULL(test, run);
+	KUNIT_ASSERT_EQ(test, current->fail_nth, 0U);
 	pn_fault_arm(run);		/* faults=0: stays disarmed */
 	for (i = 0; i < 100; i++)
 		KUNIT_EXPECT_FALSE(test, pn_fault_hit(PN_FAULT_CTOR));
+	KUNIT_EXPECT_EQ(test, pn_fail_ctor.probability, 0UL);
 
 	run->p.faults = PN_MAX_FAULTS;
 	pn_fault_arm(run);
+	KUNIT_EXPECT_EQ(test, pn_fail_ctor.probability, 100UL);
+	KUNIT_EXPECT_EQ(test, atomic_read(&pn_fail_ctor.times), -1);
+	KUNIT_EXPECT_FALSE(test, pn_fail_ctor.task_filter);
+	KUNIT_EXPECT_EQ(test, pn_fail_ctor.verbose, 0UL);
 	KUNIT_EXPECT_EQ(test, pn_fault_injected(PN_FAULT_CTOR), 0UL);
 	for (i = 0; i < 10; i++)
 		KUNIT_EXPECT_TRUE(test, pn_fault_hit(PN_FAULT_CTOR));
-	KUNIT_EXPECT_TRUE(test, pn_fault_hit(PN_FAULT_CHUNK));
+	KUNIT_EXPECT_TRUE(test, pn_fault_hit(PN_FAULT_MMCID));
 	KUNIT_EXPECT_EQ(test, pn_fault_injected(PN_FAULT_CTOR), 10UL);
-	KUNIT_EXPECT_EQ(test, pn_fault_injected(PN_FAULT_CHUNK), 1UL);
+	KUNIT_EXPECT_EQ(test, pn_fault_injected(PN_FAULT_MMCID), 1UL);
 	KUNIT_EXPECT_EQ(test, pn_fault_injected(PN_FAULT_UPGRADE), 0UL);
+
+	/* per mille to percent, rounded up: 1 -> 1, 15 -> 2, 990 -> 99 */
+	run->p.faults = 1;
+	pn_fault_arm(run);
+	KUNIT_EXPECT_EQ(test, lazy_fail_upgrade.probability, 1UL);
+	run->p.faults = 15;
+	pn_fault_arm(run);
+	KUNIT_EXPECT_EQ(test, pn_fail_chunk.probability, 2UL);
+	run->p.faults = 990;
+	pn_fault_arm(run);
+	KUNIT_EXPECT_EQ(test, mmcid_fail_grow.probability, 99UL);
 
 	run->p.faults = 500;
 	pn_fault_arm(run);
 	KUNIT_EXPECT_EQ(test, pn_fault_injected(PN_FAULT_CTOR), 0UL);
+	KUNIT_EXPECT_EQ(test, pn_fault_injected(PN_FAULT_MMCID), 0UL);
 	for (i = 0; i < 1000; i++)
 		hits += pn_fault_hit(PN_FAULT_UPGRADE);
 	/* 1000 draws at p = 1/2: outside [350, 650] has odds below 1e-20 */
@@ -153,9 +175,14 @@ static void pn_fault_window(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, pn_fault_injected(PN_FAULT_UPGRADE), (unsigned long)hits);
 
 	pn_fault_disarm(run);
+	KUNIT_EXPECT_EQ(test, lazy_fail_upgrade.probability, 0UL);
+	KUNIT_EXPECT_EQ(test, atomic_read(&lazy_fail_upgrade.times), 1);
 	for (i = 0; i < 100; i++)
 		KUNIT_EXPECT_FALSE(test, pn_fault_hit(PN_FAULT_UPGRADE));
 	KUNIT_EXPECT_EQ(test, pn_fault_injected(PN_FAULT_UPGRADE), (unsigned long)hits);
+#else
+	kunit_skip(test, "CONFIG_FAULT_INJECTION is off");
+#endif
 }
 
 static void pn_parse_bounds_follow_nr_cpu_ids(struct kunit *test)

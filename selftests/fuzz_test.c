@@ -9,7 +9,9 @@
  * verdict: a malformed line must get exactly the predicted errno (parsing
  * happens before the busy check, so concurrency cannot change it); a
  * well-formed one either starts a run or gets EBUSY.  Well-formed lines
- * are only sent when their run is short; some of them inject faults.
+ * are only sent when their run is short; some of them inject faults (on
+ * a kernel without fault injection, no /proc/self/fail-nth, the reference
+ * predicts EOPNOTSUPP for every faults= line instead).
  *
  * component_files: the same for alloc/fail_next_chunks and mmcid.  Each
  * writer process has its own mm, hence its own mmcid counter: after every
@@ -38,6 +40,7 @@ struct ref_test {
 
 static struct ref_test ref_tests[32];
 static int nr_ref_tests;
+static int ref_fault_injection;	/* pn_fault_injection(): faults= usable */
 
 static const char *const keys[] = {
 	"test", "threads", "seconds", "ms", "size", "batch", "objects", "seed", "pin",
@@ -184,7 +187,8 @@ static void ref_parse(const char *line, size_t len, int nr_cpu_ids, int bench,
 			break;
 	if (k == nr_ref_tests || !(bench ? ref_tests[k].bench : ref_tests[k].stress))
 		return;
-	if ((seen & (1u << 9)) && (bench || !ref_tests[k].faults)) {
+	if ((seen & (1u << 9)) &&
+	    (bench || !ref_tests[k].faults || !ref_fault_injection)) {
 		r->err = EOPNOTSUPP;
 		return;
 	}
@@ -352,6 +356,7 @@ static int load_tests(void)
 {
 	char buf[4096], *line, *save = NULL;
 
+	ref_fault_injection = pn_fault_injection();
 	if (pn_read("list", buf, sizeof(buf)) <= 0)
 		return -1;
 	for (line = strtok_r(buf, "\n", &save); line && nr_ref_tests < 32;

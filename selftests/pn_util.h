@@ -88,4 +88,14 @@ static inline int pn_nr_cpu_ids(void)
 	return hi + 1;
 }
 
+/*
+ * Does the kernel have CONFIG_FAULT_INJECTION?  /proc/self/fail-nth exists
+ * exactly then (the module's faults= needs it; its debugfs fault/ directory
+ * needs FAULT_INJECTION_DEBUG_FS as well, so is the weaker signal).
+ */
+static inline int pn_fault_injection(void)
+{
+	return access("/proc/self/fail-nth", F_OK) == 0;
+}
+
 #endif

@@ -167,39 +167,56 @@ void pn_bench_row(struct pn_run *run, const char *name, u64 ops, u64 ns,
 		  const char *base_name, u64 base_ops, u64 base_ns);
 
 /*
- * Fault injection (faults=N on a stress line).  Sites are the places
- * where a failure is injected with probability N/1000 while a run's
- * worker phase is armed; pn_fault_injected() counts the failures injected
- * at each site since the last pn_fault_arm().  Faults hit every caller of
- * the module during that window, not only the run's workers.
+ * Fault injection (faults=N on a stress line), built on the kernel's
+ * fault-injection framework: every site has its own struct fault_attr,
+ * defined next to the code it fails and checked with should_fail() by
+ * pn_fault_hit().  With CONFIG_FAULT_INJECTION_DEBUG_FS the attrs appear
+ * as /sys/kernel/debug/pcpu_next/fault/fail_<site>/ with the standard
+ * knobs.  pn_fault_arm() sets every attr's probability for a run's worker
+ * phase, pn_fault_disarm() restores the defaults; pn_fault_injected()
+ * counts the failures injected at each site since the last arm (fail-nth
+ * ones included).  Faults hit every caller of the module during that
+ * window, not only the run's workers.  Without CONFIG_FAULT_INJECTION
+ * nothing is compiled in and faults= is refused with -EOPNOTSUPP.
  */
 enum pn_fault_site {
 	PN_FAULT_CHUNK,		/* pcpu_alloc.c: chunk creation */
-	PN_FAULT_CTOR,		/* a stress constructor (alloc stress) */
+	PN_FAULT_CTOR,		/* pcpu_alloc.c: the alloc stress's constructor */
 	PN_FAULT_UPGRADE,	/* lazy_counter.c: an upgrade's allocation */
+	PN_FAULT_MMCID,		/* mmcid_pcpu.c: a block's allocation */
 	PN_FAULT_NR_SITES,
 };
 
-extern unsigned int pn_fault_permille;
-bool __pn_fault_hit(enum pn_fault_site site);
+#ifdef CONFIG_FAULT_INJECTION
+struct fault_attr;
+extern struct fault_attr pn_fail_chunk;
+extern struct fault_attr pn_fail_ctor;
+extern struct fault_attr lazy_fail_upgrade;
+extern struct fault_attr mmcid_fail_grow;
 
-/**
- * pn_fault_hit() - should the caller fail here?
- * @site: the injection site
- *
- * Context: Any context but NMI.
- * Return: true with the armed probability, false when nothing is armed.
- */
-static inline bool pn_fault_hit(enum pn_fault_site site)
-{
-	if (likely(!READ_ONCE(pn_fault_permille)))
-		return false;
-	return __pn_fault_hit(site);
-}
-
+bool pn_fault_hit(enum pn_fault_site site);
 void pn_fault_arm(struct pn_run *run);
 void pn_fault_disarm(struct pn_run *run);
 unsigned long pn_fault_injected(enum pn_fault_site site);
+#else
+static inline bool pn_fault_hit(enum pn_fault_site site)
+{
+	return false;
+}
+
+static inline void pn_fault_arm(struct pn_run *run)
+{
+}
+
+static inline void pn_fault_disarm(struct pn_run *run)
+{
+}
+
+static inline unsigned long pn_fault_injected(enum pn_fault_site site)
+{
+	return 0;
+}
+#endif
 
 struct dentry;
 struct dentry *pn_debugfs_dir(void);
