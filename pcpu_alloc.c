@@ -1169,7 +1169,6 @@ static void pn_zero(void __percpu *obj, size_t bytes)
 		memset(per_cpu_ptr(obj, cpu), 0, bytes);
 }
 
-
 static void __percpu *__pn_cache_alloc(struct pn_cache *c, size_t size,
 				       gfp_t gfp, size_t zero_bytes,
 				       unsigned long caller)

@@ -60,21 +60,25 @@ run_vm()	# lane kernel smp possible guest [kernel command line]
 	echo "$lane $rc vm $log" >>"$runs"
 }
 
+run_tap()	# lane script title shown-lines-regex: a TAP lane without a VM
+{
+	local lane=$1 script=$2 title=$3 shown=$4 rc
+	echo "== lane $lane: $title"
+	bash "$REPO/scripts/$script" >"$OUT/$lane.log" 2>&1
+	rc=$?
+	grep -E "$shown" "$OUT/$lane.log" | sed 's/^/   /'
+	echo "$lane $rc tap $OUT/$lane.log" >>"$runs"
+}
+
 for lane in $lanes; do
 	case $lane in
 	build)
-		echo "== lane build: W=1 against every Debian 6.12 headers flavour; 6.1 refused"
-		bash "$REPO/scripts/build-lane.sh" >"$OUT/build.log" 2>&1
-		rc=$?
-		grep -E '^(not )?ok [0-9]' "$OUT/build.log" | sed 's/^/   /'
-		echo "build $rc tap $OUT/build.log" >>"$runs"
+		run_tap build build-lane.sh \
+			"W=1 against every Debian 6.12 headers flavour; 6.1 refused" '^(not )?ok [0-9]'
 		;;
 	model)
-		echo "== lane model: SPIN model of the lazy-counter upgrade protocol"
-		bash "$REPO/scripts/model.sh" >"$OUT/model.log" 2>&1
-		rc=$?
-		grep -E '^(not )?ok [0-9]|^# ' "$OUT/model.log" | sed 's/^/   /'
-		echo "model $rc tap $OUT/model.log" >>"$runs"
+		run_tap model model.sh \
+			"SPIN model of the lazy-counter upgrade protocol" '^(not )?ok [0-9]|^# '
 		;;
 	stock) run_vm stock stock 2 2 stock.sh ;;
 	stock-rt) run_vm stock-rt stock-rt 2 2 stock.sh ;;
