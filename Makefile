@@ -17,10 +17,17 @@ RUNNING_KDIR := /lib/modules/$(shell uname -r)/build
 DEBIAN_KDIR := $(lastword $(sort $(wildcard /usr/src/linux-headers-6.12.*-amd64)))
 KDIR ?= $(if $(wildcard $(RUNNING_KDIR)/Makefile),$(RUNNING_KDIR),$(DEBIAN_KDIR))
 
+# The harness is built unless PCPU_NEXT_TORTURE=n; the fast-path
+# statistics only with PCPU_NEXT_STATS=y (see Kconfig).
+PCPU_NEXT_TORTURE ?= y
+PCPU_NEXT_STATS ?= n
+
 all: modules
 
 modules:
-	$(MAKE) -C $(KDIR) M=$(CURDIR) CONFIG_PCPU_NEXT=m modules
+	$(MAKE) -C $(KDIR) M=$(CURDIR) CONFIG_PCPU_NEXT=m \
+		CONFIG_PCPU_NEXT_TORTURE=$(PCPU_NEXT_TORTURE) \
+		CONFIG_PCPU_NEXT_STATS=$(PCPU_NEXT_STATS) modules
 
 clean:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) clean

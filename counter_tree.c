@@ -178,7 +178,8 @@
 
 #include <pcpu_next/counter_tree.h>
 #include <pcpu_next/pcpu_alloc.h>
-#include <pcpu_next/internal.h>
+#include "internal/core.h"
+#include "torture/torture.h"
 
 /* Written once by pn_ctree_subsys_init(), read-only afterwards. */
 static struct pn_ctree_topo pn_ctree_topo __read_mostly;

@@ -244,7 +244,8 @@
 #include <kunit/visibility.h>
 
 #include <pcpu_next/counter_tree.h>
-#include <pcpu_next/internal.h>
+#include "internal/core.h"
+#include "torture/torture.h"
 #include <pcpu_next/lazy_counter.h>
 #include <pcpu_next/pcpu_alloc.h>
 
@@ -342,11 +343,6 @@ static atomic_long_t lazy_stat_misuse;
 
 /* Test hook: the n-th allocation step from now fails (0: none). */
 static atomic_t lazy_fail_countdown = ATOMIC_INIT(0);
-
-#ifdef CONFIG_FAULT_INJECTION
-/* An upgrade step's fault_attr (pcpu_next/fault/fail_upgrade/). */
-DECLARE_FAULT_ATTR(lazy_fail_upgrade);
-#endif
 
 /* The countdown (KUnit, stress mode INJECT), then the fault_attr. */
 static bool lazy_should_fail(void)

@@ -1,143 +1,220 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * pcpu_next module core: init and exit of the components, and the
- * control plane's own test "percpu".
+ * pcpu_next module core: the order in which the library's components come
+ * up and go down, the debugfs directory their statistics live in, and the
+ * fault-injection sites they share.  The test harness (torture/, only
+ * with CONFIG_PCPU_NEXT_TORTURE) plugs in last and leaves first.
  *
- *   module_init                     module_exit
- *     pn_control_init()   (dir)       pn_control_stop()   (files; aborts a run)
- *     <component>_init() ...          ... <component>_exit()
- *     pn_control_start()  (files)     pn_control_exit()   (dir)
+ *   module_init                         module_exit
+ *     debugfs pcpu_next/, fault/          pn_control_stop()  (files; aborts a run)
+ *     pn_control_init()   (harness wq)    pn_mmcid_exit()
+ *     pn_alloc_init()                     lazy_counter_module_exit()
+ *     pn_ctree_subsys_init()              pn_alloc_exit()
+ *     lazy_counter_module_init()          pn_control_exit()  (harness results)
+ *     pn_mmcid_init()                     debugfs pcpu_next/ removed
+ *     pn_control_start()  (files)
  *
- * The "percpu" test exercises the control plane itself on the kernel's
- * own per-CPU memory: worker kthreads, placed as pin= says, increment one
- * alloc_percpu() counter through this_cpu_inc() and count their own
- * increments privately.  At quiescence the sum over every possible CPU
- * must equal the sum of the private counts; anything else means lost or
- * doubled updates (or workers that were not stopped before the check).
- * Its bench compares this_cpu_inc() with atomic_long_inc() on one shared
- * counter, which is the argument for per-CPU data in one number.
+ * The library depends on nothing here but pn_debugfs_dir() and
+ * pn_fault_hit() (internal/core.h).  The fault sites: every site has its
+ * own struct fault_attr of the kernel's fault-injection framework
+ * (Documentation/fault-injection/fault-injection.rst), checked with
+ * should_fail() by pn_fault_hit(); with CONFIG_FAULT_INJECTION_DEBUG_FS
+ * they appear as
+ *
+ *   /sys/kernel/debug/pcpu_next/fault/
+ *     fail_chunk/  fail_ctor/  fail_upgrade/  fail_mmcid/
+ *       probability interval times space verbose task-filter ...
+ *
+ * At load each has probability 0 and verbose 0 (a stack dump per injected
+ * failure would be a splat in the test lanes), so only the calling task's
+ * fail-nth reaches a site.  Every true answer of should_fail() at a site
+ * is counted (fail-nth ones too) for pn_fault_injected(); the counts are
+ * atomic and carry no ordering, a reader that needs them exact waits for
+ * the failing tasks first.
  */
 
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/atomic.h>
+#include <linux/cpumask.h>
+#include <linux/debugfs.h>
+#include <linux/fault-inject.h>
 #include <linux/module.h>
-#include <linux/percpu.h>
-#include <linux/sched.h>
-#include <linux/slab.h>
 
-#include <pcpu_next/counter_tree.h>
-#include <pcpu_next/internal.h>
-#include <pcpu_next/lazy_counter.h>
-#include <pcpu_next/mmcid_pcpu.h>
-#include <pcpu_next/pcpu_alloc.h>
+#include "internal/core.h"
 
-struct pn_percpu_arg {
-	u64 __percpu *ctr;
-	atomic_long_t *shared;
-	u64 *counts;		/* one per worker */
-};
-
-static int pn_percpu_worker(struct pn_run *run, unsigned int idx, void *data)
+#if IS_ENABLED(CONFIG_PCPU_NEXT_TORTURE)
+#include "torture/torture.h"
+#else
+static inline int pn_control_init(void)
 {
-	struct pn_percpu_arg *a = data;
-	u64 n = 0;
-
-	while (!pn_should_stop(run)) {
-		if (a->ctr)
-			this_cpu_inc(*a->ctr);
-		else
-			atomic_long_inc(a->shared);
-		if (!(++n & 1023))
-			cond_resched();
-	}
-	a->counts[idx] = n;
 	return 0;
 }
 
-static u64 pn_percpu_phase(struct pn_run *run, struct pn_percpu_arg *a,
-			   int *ret)
+static inline void pn_control_start(void)
 {
-	unsigned int i;
-	u64 total = 0;
-
-	*ret = pn_run_threads(run, run->p.threads, run->p.pin,
-			      run->p.duration_ms, pn_percpu_worker, a);
-	for (i = 0; i < run->p.threads; i++)
-		total += a->counts[i];
-	return total;
 }
 
-static int pn_percpu_stress(struct pn_run *run)
+static inline void pn_control_stop(void)
 {
-	struct pn_percpu_arg a = {};
-	u64 expect, sum = 0;
-	unsigned int cpu;
-	int ret = -ENOMEM;
-
-	a.counts = kcalloc(run->p.threads, sizeof(*a.counts), GFP_KERNEL);
-	a.ctr = alloc_percpu(u64);
-	if (!a.counts || !a.ctr)
-		goto out;
-
-	expect = pn_percpu_phase(run, &a, &ret);
-	for_each_possible_cpu(cpu)
-		sum += *per_cpu_ptr(a.ctr, cpu);
-	pn_printf(run, "ops=%llu sum=%llu ", expect, sum);
-	if (!ret && sum != expect)
-		pn_fail(run, "lost_updates=%lld", (s64)(expect - sum));
-out:
-	free_percpu(a.ctr);
-	kfree(a.counts);
-	return ret;
 }
 
-static int pn_percpu_bench(struct pn_run *run)
+static inline void pn_control_exit(void)
 {
-	struct pn_percpu_arg a = {};
-	atomic_long_t shared = ATOMIC_LONG_INIT(0);
-	u64 ops, ns, base_ops, base_ns;
-	int ret = -ENOMEM;
+}
+#endif
 
-	a.counts = kcalloc(run->p.threads, sizeof(*a.counts), GFP_KERNEL);
-	a.ctr = alloc_percpu(u64);
-	if (!a.counts || !a.ctr)
-		goto out;
+static struct dentry *pn_dir;
 
-	ops = pn_percpu_phase(run, &a, &ret);
-	ns = run->phase_ns;
-	if (ret)
-		goto out;
-	free_percpu(a.ctr);
-	a.ctr = NULL;
-	a.shared = &shared;
-	base_ops = pn_percpu_phase(run, &a, &ret);
-	base_ns = run->phase_ns;
-	if (ret)
-		goto out;
-	pn_bench_row(run, "this_cpu_inc", ops, ns,
-		     "atomic_long_inc (shared)", base_ops, base_ns);
-out:
-	free_percpu(a.ctr);
-	kfree(a.counts);
-	return ret;
+struct dentry *pn_debugfs_dir(void)
+{
+	return pn_dir;
 }
 
-const struct pn_test pn_percpu_test = {
-	.name = "percpu",
-	.desc = "control-plane self test: this_cpu_inc from pinned kthreads, sum exact",
-	.def_duration_ms = 1000,
-	.stress = pn_percpu_stress,
-	.bench = pn_percpu_bench,
+/* ---- fault injection ------------------------------------------------------ */
+
+static const char *const pn_fault_names[PN_FAULT_NR_SITES] = {
+	[PN_FAULT_CHUNK] = "chunk",
+	[PN_FAULT_CTOR] = "ctor",
+	[PN_FAULT_UPGRADE] = "upgrade",
+	[PN_FAULT_MMCID] = "mmcid",
 };
+
+/**
+ * pn_fault_name() - a site's name, as in debugfs (after "fail_")
+ * @site: the site
+ *
+ * Context: Any context.
+ * Return: the name.
+ */
+const char *pn_fault_name(enum pn_fault_site site)
+{
+	return pn_fault_names[site];
+}
+
+#ifdef CONFIG_FAULT_INJECTION
+DECLARE_FAULT_ATTR(pn_fail_chunk);
+DECLARE_FAULT_ATTR(pn_fail_ctor);
+DECLARE_FAULT_ATTR(lazy_fail_upgrade);
+DECLARE_FAULT_ATTR(mmcid_fail_grow);
+
+static struct fault_attr *const pn_fault_attrs[PN_FAULT_NR_SITES] = {
+	[PN_FAULT_CHUNK] = &pn_fail_chunk,
+	[PN_FAULT_CTOR] = &pn_fail_ctor,
+	[PN_FAULT_UPGRADE] = &lazy_fail_upgrade,
+	[PN_FAULT_MMCID] = &mmcid_fail_grow,
+};
+
+static atomic_long_t pn_fault_count[PN_FAULT_NR_SITES];
+
+/**
+ * pn_fault_attr_reset() - back to the load-time settings
+ * @attr: a site's attr
+ *
+ * Probability 0, so only fail-nth reaches the site.  The probability goes
+ * first, so a concurrent should_fail() sees either the old settings or
+ * probability 0.
+ *
+ * Context: Any context.
+ */
+void pn_fault_attr_reset(struct fault_attr *attr)
+{
+	WRITE_ONCE(attr->probability, 0);
+	WRITE_ONCE(attr->interval, 1);
+	atomic_set(&attr->times, 1);
+	atomic_set(&attr->space, 0);
+	WRITE_ONCE(attr->task_filter, false);
+	WRITE_ONCE(attr->verbose, 0);
+}
+
+/**
+ * pn_fault_hit() - should the caller fail here?
+ * @site: the injection site
+ *
+ * should_fail() on the site's fault_attr: the debugfs knobs, a test's
+ * settings and the calling task's fail-nth all reach it.  A failure is
+ * counted for pn_fault_injected().
+ *
+ * Context: Any context but NMI; fail-nth counts only in task context.
+ * Return: true if the caller must fail.
+ */
+bool pn_fault_hit(enum pn_fault_site site)
+{
+	if (!should_fail(pn_fault_attrs[site], 1))
+		return false;
+	atomic_long_inc(&pn_fault_count[site]);
+	return true;
+}
+
+/**
+ * pn_fault_attr() - a site's fault_attr
+ * @site: the site
+ *
+ * Context: Any context.
+ * Return: the attr, for a test that arms it.
+ */
+struct fault_attr *pn_fault_attr(enum pn_fault_site site)
+{
+	return pn_fault_attrs[site];
+}
+
+/**
+ * pn_fault_injected() - failures injected at a site since the last reset
+ * @site: the site
+ *
+ * Context: Any context.
+ * Return: the count.
+ */
+unsigned long pn_fault_injected(enum pn_fault_site site)
+{
+	return atomic_long_read(&pn_fault_count[site]);
+}
+
+/**
+ * pn_fault_reset_count() - start counting a site's failures from 0
+ * @site: the site
+ *
+ * Context: Any context.
+ */
+void pn_fault_reset_count(enum pn_fault_site site)
+{
+	atomic_long_set(&pn_fault_count[site], 0);
+}
+
+static void pn_fault_init(struct dentry *parent)
+{
+	struct dentry *dir __maybe_unused;
+	unsigned int i;
+
+	for (i = 0; i < PN_FAULT_NR_SITES; i++)
+		pn_fault_attr_reset(pn_fault_attrs[i]);
+#ifdef CONFIG_FAULT_INJECTION_DEBUG_FS
+	dir = debugfs_create_dir("fault", parent);
+	for (i = 0; i < PN_FAULT_NR_SITES; i++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "fail_%s", pn_fault_names[i]);
+		fault_create_debugfs_attr(name, dir, pn_fault_attrs[i]);
+	}
+#endif
+}
+#else
+static void pn_fault_init(struct dentry *parent)
+{
+}
+#endif
+
+/* ---- module init and exit ----------------------------------------------- */
 
 static int __init pcpu_next_init(void)
 {
 	int ret;
 
-	ret = pn_control_init();	/* workqueue and debugfs directory */
+	pn_dir = debugfs_create_dir("pcpu_next", NULL);
+	pn_fault_init(pn_dir);
+	ret = pn_control_init();	/* the harness's workqueue */
 	if (ret)
-		return ret;
+		goto err_dir;
 	ret = pn_alloc_init();		/* everything below allocates from it */
 	if (ret)
 		goto err_control;
@@ -161,6 +238,8 @@ err_alloc:
 	pn_alloc_exit();
 err_control:
 	pn_control_exit();
+err_dir:
+	debugfs_remove(pn_dir);
 	return ret;
 }
 
@@ -171,6 +250,7 @@ static void __exit pcpu_next_exit(void)
 	lazy_counter_module_exit();
 	pn_alloc_exit();
 	pn_control_exit();
+	debugfs_remove(pn_dir);
 }
 
 module_init(pcpu_next_init);

@@ -236,7 +236,8 @@
 #include <linux/uaccess.h>
 #include <linux/wait_bit.h>
 
-#include <pcpu_next/internal.h>
+#include "internal/core.h"
+#include "torture/torture.h"
 #include <pcpu_next/mmcid_pcpu.h>
 
 #define MMCID_B0_SHIFT	2		/* block 0: up to 4 slots */
@@ -665,11 +666,6 @@ static bool mmcid_may_grow(struct mmcid_pcpu *s, gfp_t gfp)
 	}
 	return true;
 }
-
-#ifdef CONFIG_FAULT_INJECTION
-/* A block allocation's fault_attr (pcpu_next/fault/fail_mmcid/). */
-DECLARE_FAULT_ATTR(mmcid_fail_grow);
-#endif
 
 /*
  * Allocate and publish block k, with preemption enabled by us.  0 if it

@@ -213,7 +213,8 @@
 #include <linux/workqueue.h>
 #include <kunit/visibility.h>
 
-#include <pcpu_next/internal.h>
+#include "internal/core.h"
+#include "torture/torture.h"
 #include <pcpu_next/pcpu_alloc.h>
 
 #define CREATE_TRACE_POINTS
@@ -619,15 +620,6 @@ VISIBLE_IF_KUNIT void pn_alloc_fail_releases(unsigned int n)
 #endif
 }
 EXPORT_SYMBOL_IF_KUNIT(pn_alloc_fail_releases);
-#endif
-
-#ifdef CONFIG_FAULT_INJECTION
-/*
- * Chunk creation's fault_attr (pcpu_next/fault/fail_chunk/), armed by a
- * run's faults= window (control.c owns its settings then); fail-nth
- * reaches it too.
- */
-DECLARE_FAULT_ATTR(pn_fail_chunk);
 #endif
 
 /*
@@ -2367,7 +2359,6 @@ static void pn_st_stamp(void __percpu *obj, unsigned int from, unsigned int word
  * The stress constructor's fault_attr (pcpu_next/fault/fail_ctor/): only
  * pn_st_ctor() checks it, so it fails nothing outside the alloc stress.
  */
-DECLARE_FAULT_ATTR(pn_fail_ctor);
 #endif
 
 static int pn_st_ctor(void __percpu *obj, void *priv, gfp_t gfp)

@@ -15,7 +15,8 @@
 #include <linux/smp.h>
 #include <linux/string.h>
 
-#include <pcpu_next/internal.h>
+#include "internal/core.h"
+#include "torture/torture.h"
 
 struct pn_parse_case {
 	const char *line;

@@ -21,7 +21,8 @@
 #include <linux/slab.h>
 
 #include <pcpu_next/counter_tree.h>
-#include <pcpu_next/internal.h>
+#include "internal/core.h"
+#include "torture/torture.h"
 
 /* ---- fixtures ---- */
 

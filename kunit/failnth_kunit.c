@@ -101,6 +101,11 @@
 #include <pcpu_next/mmcid_pcpu.h>
 #include <pcpu_next/pcpu_alloc.h>
 
+#include "internal/counter_tree.h"
+#include "internal/lazy_counter.h"
+#include "internal/mmcid_pcpu.h"
+#include "internal/pcpu_alloc.h"
+
 #define FN_MAX_NTH	2000U	/* largest n tried; reaching it fails the case */
 #define FN_GFP		(GFP_KERNEL | __GFP_NOWARN)
 #define FN_MAGIC	0xfa11f00dc0ffee00ULL

@@ -24,7 +24,8 @@
 #include <linux/string.h>
 #include <linux/workqueue.h>
 
-#include <pcpu_next/internal.h>
+#include "internal/core.h"
+#include "torture/torture.h"
 #include <pcpu_next/pcpu_alloc.h>
 #include <pcpu_next/trace_pcpu_alloc.h>
 

@@ -51,7 +51,9 @@ mkdir -p "$OUT"
 
 # build_module SRC KDIR WORKDIR: build pcpu_next.ko from a copy of SRC (so
 # that builds for several kernels never share objects); W=1 must be silent.
-# Prints the path of the .ko.
+# The module's options come from PN_OPTS (default: library and harness,
+# no fast-path statistics; e.g. PN_OPTS="CONFIG_PCPU_NEXT_TORTURE=y
+# CONFIG_PCPU_NEXT_STATS=y").  Prints the path of the .ko.
 build_module()
 {
 	local src=$1 kdir=$2 work=$3 blog
@@ -59,7 +61,9 @@ build_module()
 	rsync -a --delete --exclude .git --exclude .out --exclude 'selftests/out' \
 		"$src"/ "$work/src"/
 	blog=$work/build.log
-	if ! make -C "$kdir" M="$work/src" CONFIG_PCPU_NEXT=m W=1 modules >"$blog" 2>&1; then
+	# shellcheck disable=SC2086 # PN_OPTS is a list of make assignments
+	if ! make -C "$kdir" M="$work/src" CONFIG_PCPU_NEXT=m \
+		${PN_OPTS-CONFIG_PCPU_NEXT_TORTURE=y} W=1 modules >"$blog" 2>&1; then
 		tail -n 40 "$blog" >&2
 		die "module build against $kdir failed"
 	fi

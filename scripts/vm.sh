@@ -75,6 +75,13 @@ esac
 [ -d "$kdir" ] && [ -s "$bzimage" ] || die "kernel $kind not available: run scripts/deps.sh"
 
 work=$OUT/vm-$kind
+# Fast-path statistics (CONFIG_PCPU_NEXT_STATS) on the test kernels, off on
+# Debian's stock kernels, where the bench lanes measure; PN_OPTS overrides.
+case "$kind" in
+stock*) : "${PN_OPTS=CONFIG_PCPU_NEXT_TORTURE=y}" ;;
+*) : "${PN_OPTS=CONFIG_PCPU_NEXT_TORTURE=y CONFIG_PCPU_NEXT_STATS=y}" ;;
+esac
+export PN_OPTS
 mod=$(build_module "$src" "$kdir" "$work/mod")
 client=$(build_client "$kdir" "$work/mod")
 build_selftests "$src" "$work/selftests"

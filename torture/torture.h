@@ -1,16 +1,19 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * pcpu_next internal interfaces: the debugfs control plane that every
- * component plugs its stress and bench runs into.  Not an exported API.
+ * pcpu_next test harness: the debugfs control plane (control.c) that
+ * every component's stress and bench (torture/<component>_torture.c)
+ * plugs into.  Harness only: no library file includes this.
  */
-#ifndef _PCPU_NEXT_INTERNAL_H
-#define _PCPU_NEXT_INTERNAL_H
+#ifndef _PCPU_NEXT_TORTURE_H
+#define _PCPU_NEXT_TORTURE_H
 
 #include <linux/bits.h>
 #include <linux/types.h>
 #include <linux/seq_buf.h>
 #include <linux/wait.h>
 #include <linux/atomic.h>
+
+#include "../internal/core.h"
 
 #define PN_LINE_MAX		256	/* longest accepted control line */
 #define PN_NAME_MAX		24	/* longest test name, with NUL */
@@ -166,44 +169,11 @@ void pn_bench_header(struct pn_run *run);
 void pn_bench_row(struct pn_run *run, const char *name, u64 ops, u64 ns,
 		  const char *base_name, u64 base_ops, u64 base_ns);
 
-/*
- * Fault injection (faults=N on a stress line), built on the kernel's
- * fault-injection framework: every site has its own struct fault_attr,
- * defined next to the code it fails and checked with should_fail() by
- * pn_fault_hit().  With CONFIG_FAULT_INJECTION_DEBUG_FS the attrs appear
- * as /sys/kernel/debug/pcpu_next/fault/fail_<site>/ with the standard
- * knobs.  pn_fault_arm() sets every attr's probability for a run's worker
- * phase, pn_fault_disarm() restores the defaults; pn_fault_injected()
- * counts the failures injected at each site since the last arm (fail-nth
- * ones included).  Faults hit every caller of the module during that
- * window, not only the run's workers.  Without CONFIG_FAULT_INJECTION
- * nothing is compiled in and faults= is refused with -EOPNOTSUPP.
- */
-enum pn_fault_site {
-	PN_FAULT_CHUNK,		/* pcpu_alloc.c: chunk creation */
-	PN_FAULT_CTOR,		/* pcpu_alloc.c: the alloc stress's constructor */
-	PN_FAULT_UPGRADE,	/* lazy_counter.c: an upgrade's allocation */
-	PN_FAULT_MMCID,		/* mmcid_pcpu.c: a block's allocation */
-	PN_FAULT_NR_SITES,
-};
-
+/* A run's fault window over the module's fault sites (internal/core.h). */
 #ifdef CONFIG_FAULT_INJECTION
-struct fault_attr;
-extern struct fault_attr pn_fail_chunk;
-extern struct fault_attr pn_fail_ctor;
-extern struct fault_attr lazy_fail_upgrade;
-extern struct fault_attr mmcid_fail_grow;
-
-bool pn_fault_hit(enum pn_fault_site site);
 void pn_fault_arm(struct pn_run *run);
 void pn_fault_disarm(struct pn_run *run);
-unsigned long pn_fault_injected(enum pn_fault_site site);
 #else
-static inline bool pn_fault_hit(enum pn_fault_site site)
-{
-	return false;
-}
-
 static inline void pn_fault_arm(struct pn_run *run)
 {
 }
@@ -211,18 +181,11 @@ static inline void pn_fault_arm(struct pn_run *run)
 static inline void pn_fault_disarm(struct pn_run *run)
 {
 }
-
-static inline unsigned long pn_fault_injected(enum pn_fault_site site)
-{
-	return 0;
-}
 #endif
 
-struct dentry;
-struct dentry *pn_debugfs_dir(void);
 int pn_control_init(void);
 void pn_control_start(void);
 void pn_control_stop(void);
 void pn_control_exit(void);
 
-#endif /* _PCPU_NEXT_INTERNAL_H */
+#endif /* _PCPU_NEXT_TORTURE_H */

@@ -43,35 +43,22 @@
  * waits for the worker to exit and so orders its stores before the
  * controller's loads.
  *
- * Fault injection.  Every injection site (enum pn_fault_site) has its
- * own struct fault_attr of the kernel's fault-injection framework, defined
- * next to the code it fails (pcpu_alloc.c: chunk creation and the alloc
- * stress's constructor; lazy_counter.c: an upgrade's allocation;
- * mmcid_pcpu.c: a block's allocation) and checked by pn_fault_hit() with
- * should_fail().  With CONFIG_FAULT_INJECTION_DEBUG_FS they appear as
- *
- *   /sys/kernel/debug/pcpu_next/fault/
- *     fail_chunk/  fail_ctor/  fail_upgrade/  fail_mmcid/
- *       probability interval times space verbose task-filter ...
- *
- * (Documentation/fault-injection/fault-injection.rst); at load each has
- * probability 0 and verbose 0 (a stack dump per injected failure would be
- * a splat in the test lanes), so only the calling task's fail-nth reaches
- * a site.  A stress line with faults=N (per mille) arms every site for
- * the worker phase of a test that supports it: pn_fault_arm() resets the
- * per-site counts and sets probability DIV_ROUND_UP(N, 10) percent (the
- * framework draws in percent: multiples of ten are exact, any N > 0 stays
- * above 0), times -1 (unlimited), no task filter, no space;
- * pn_fault_disarm() restores the load-time defaults, both from the run's
- * controller, so at most one window is open at a time.  should_fail()
- * draws from get_random_u32_below(), so an injected fault is not
- * reproducible from the seed (thread interleaving is not either).  Every
- * true answer of should_fail() at a site is counted, fail-nth ones too;
- * the test reads the counts after its workers stopped (kthread_stop()
- * orders their increments) and checks them against the errors it saw;
- * the summary line ends with injected=chunk:a,ctor:b,upgrade:c,mmcid:d.
- * A kernel without CONFIG_FAULT_INJECTION has none of this compiled in
- * and refuses faults= with -EOPNOTSUPP, like a test without fault support.
+ * Fault injection.  The sites and their fault_attrs belong to the module
+ * core (main.c, internal/core.h).  A stress line with faults=N (per mille)
+ * arms every site for the worker phase of a test that supports it:
+ * pn_fault_arm() resets the per-site counts and sets probability
+ * DIV_ROUND_UP(N, 10) percent (the framework draws in percent: multiples
+ * of ten are exact, any N > 0 stays above 0), times -1 (unlimited), no
+ * task filter, no space; pn_fault_disarm() restores the load-time
+ * defaults, both from the run's controller, so at most one window is open
+ * at a time.  should_fail() draws from get_random_u32_below(), so an
+ * injected fault is not reproducible from the seed (thread interleaving
+ * is not either).  The test reads the counts after its workers stopped
+ * (kthread_stop() orders their increments) and checks them against the
+ * errors it saw; the summary line ends with
+ * injected=chunk:a,ctor:b,upgrade:c,mmcid:d.  A kernel without
+ * CONFIG_FAULT_INJECTION refuses faults= with -EOPNOTSUPP, like a test
+ * without fault support.
  */
 
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
@@ -96,7 +83,7 @@
 #include <linux/uaccess.h>
 #include <linux/workqueue.h>
 
-#include <pcpu_next/internal.h>
+#include "torture.h"
 
 #define PN_OUT_SIZE		8192	/* result text of one run */
 #define PN_STRESS_HISTORY	16	/* summary lines kept for the stress file */
@@ -161,7 +148,6 @@ static struct {
 } pn_ctl;
 
 static struct workqueue_struct *pn_wq;
-static struct dentry *pn_dir;
 static struct dentry *pn_files[3];	/* list, stress, bench */
 
 const struct pn_test *pn_find_test(const char *name)
@@ -299,61 +285,9 @@ int pn_parse_line(const char *line, size_t len, struct pn_params *p)
 	return 0;
 }
 
-/* ---- fault injection ------------------------------------------------------ */
-
-static const char *const pn_fault_names[PN_FAULT_NR_SITES] = {
-	[PN_FAULT_CHUNK] = "chunk",
-	[PN_FAULT_CTOR] = "ctor",
-	[PN_FAULT_UPGRADE] = "upgrade",
-	[PN_FAULT_MMCID] = "mmcid",
-};
+/* ---- a run's fault window ------------------------------------------------ */
 
 #ifdef CONFIG_FAULT_INJECTION
-/* The sites' attrs, defined where they fail; names as in debugfs. */
-static struct fault_attr *const pn_fault_attrs[PN_FAULT_NR_SITES] = {
-	[PN_FAULT_CHUNK] = &pn_fail_chunk,
-	[PN_FAULT_CTOR] = &pn_fail_ctor,
-	[PN_FAULT_UPGRADE] = &lazy_fail_upgrade,
-	[PN_FAULT_MMCID] = &mmcid_fail_grow,
-};
-
-static atomic_long_t pn_fault_count[PN_FAULT_NR_SITES];
-
-/*
- * Reset @attr to what the module sets at load (the debugfs-visible
- * defaults): probability 0, so only fail-nth reaches the site.  The
- * probability goes first, so a concurrent should_fail() sees either the
- * armed settings or probability 0.
- */
-static void pn_fault_attr_reset(struct fault_attr *attr)
-{
-	WRITE_ONCE(attr->probability, 0);
-	WRITE_ONCE(attr->interval, 1);
-	atomic_set(&attr->times, 1);
-	atomic_set(&attr->space, 0);
-	WRITE_ONCE(attr->task_filter, false);
-	WRITE_ONCE(attr->verbose, 0);	/* a stack dump per fault is a splat */
-}
-
-/**
- * pn_fault_hit() - should the caller fail here?
- * @site: the injection site
- *
- * should_fail() on the site's fault_attr: the debugfs knobs, a run's
- * faults= window and the calling task's fail-nth all reach it.  A failure
- * is counted for pn_fault_injected().
- *
- * Context: Any context but NMI; fail-nth counts only in task context.
- * Return: true if the caller must fail.
- */
-bool pn_fault_hit(enum pn_fault_site site)
-{
-	if (!should_fail(pn_fault_attrs[site], 1))
-		return false;
-	atomic_long_inc(&pn_fault_count[site]);
-	return true;
-}
-
 /**
  * pn_fault_arm() - open the fault-injection window of a run
  * @run: the run; nothing happens unless it was started with faults=N
@@ -375,10 +309,10 @@ void pn_fault_arm(struct pn_run *run)
 	if (!run->p.faults)
 		return;
 	for (i = 0; i < PN_FAULT_NR_SITES; i++) {
-		struct fault_attr *attr = pn_fault_attrs[i];
+		struct fault_attr *attr = pn_fault_attr(i);
 
 		pn_fault_attr_reset(attr);
-		atomic_long_set(&pn_fault_count[i], 0);
+		pn_fault_reset_count(i);
 		atomic_set(&attr->times, -1);
 		WRITE_ONCE(attr->probability, pct);
 	}
@@ -400,42 +334,7 @@ void pn_fault_disarm(struct pn_run *run)
 	unsigned int i;
 
 	for (i = 0; i < PN_FAULT_NR_SITES; i++)
-		pn_fault_attr_reset(pn_fault_attrs[i]);
-}
-
-/**
- * pn_fault_injected() - failures injected at a site since the last arm
- * @site: the site
- *
- * Context: Any context.
- * Return: the count.
- */
-unsigned long pn_fault_injected(enum pn_fault_site site)
-{
-	return atomic_long_read(&pn_fault_count[site]);
-}
-
-/* Defaults, and pcpu_next/fault/fail_<site>/ with the standard knobs. */
-static void pn_fault_init(struct dentry *parent)
-{
-	struct dentry *dir __maybe_unused;
-	unsigned int i;
-
-	for (i = 0; i < PN_FAULT_NR_SITES; i++)
-		pn_fault_attr_reset(pn_fault_attrs[i]);
-#ifdef CONFIG_FAULT_INJECTION_DEBUG_FS
-	dir = debugfs_create_dir("fault", parent);
-	for (i = 0; i < PN_FAULT_NR_SITES; i++) {
-		char name[16];
-
-		snprintf(name, sizeof(name), "fail_%s", pn_fault_names[i]);
-		fault_create_debugfs_attr(name, dir, pn_fault_attrs[i]);
-	}
-#endif
-}
-#else
-static void pn_fault_init(struct dentry *parent)
-{
+		pn_fault_attr_reset(pn_fault_attr(i));
 }
 #endif
 
@@ -772,7 +671,7 @@ static void pn_run_work_fn(struct work_struct *work)
 			pn_printf(run, "injected=");
 			for (i = 0; i < PN_FAULT_NR_SITES; i++)
 				pn_printf(run, "%s%s:%lu", i ? "," : "",
-					  pn_fault_names[i], pn_fault_injected(i));
+					  pn_fault_name(i), pn_fault_injected(i));
 			pn_printf(run, " ");
 		}
 	} else {
@@ -976,19 +875,6 @@ static const struct file_operations pn_bench_fops = {
 DEFINE_SHOW_ATTRIBUTE(pn_list);
 
 /**
- * pn_debugfs_dir() - the module's debugfs directory
- *
- * Components put their own files (statistics, knobs) below it.
- *
- * Context: After pn_control_init().
- * Return: the dentry of /sys/kernel/debug/pcpu_next.
- */
-struct dentry *pn_debugfs_dir(void)
-{
-	return pn_dir;
-}
-
-/**
  * pn_control_init() - create the workqueue and the debugfs directory
  *
  * Components may put their own files below pn_debugfs_dir() after this;
@@ -1003,8 +889,6 @@ int pn_control_init(void)
 	pn_wq = alloc_workqueue("pcpu_next", WQ_UNBOUND, 1);
 	if (!pn_wq)
 		return -ENOMEM;
-	pn_dir = debugfs_create_dir("pcpu_next", NULL);
-	pn_fault_init(pn_dir);
 	return 0;
 }
 
@@ -1015,9 +899,9 @@ int pn_control_init(void)
  */
 void pn_control_start(void)
 {
-	pn_files[0] = debugfs_create_file("list", 0400, pn_dir, NULL, &pn_list_fops);
-	pn_files[1] = debugfs_create_file("stress", 0600, pn_dir, NULL, &pn_stress_fops);
-	pn_files[2] = debugfs_create_file("bench", 0600, pn_dir, NULL, &pn_bench_fops);
+	pn_files[0] = debugfs_create_file("list", 0400, pn_debugfs_dir(), NULL, &pn_list_fops);
+	pn_files[1] = debugfs_create_file("stress", 0600, pn_debugfs_dir(), NULL, &pn_stress_fops);
+	pn_files[2] = debugfs_create_file("bench", 0600, pn_debugfs_dir(), NULL, &pn_bench_fops);
 }
 
 /**
@@ -1058,7 +942,6 @@ void pn_control_exit(void)
 
 	if (pn_wq)		/* init failed before pn_control_start() */
 		destroy_workqueue(pn_wq);
-	debugfs_remove(pn_dir);
 	for (i = 0; i < PN_STRESS_HISTORY; i++)
 		kfree(pn_ctl.stress_hist[i]);
 	kfree(pn_ctl.bench_last);

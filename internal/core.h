@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * pcpu_next library core, private to the module (as mm/internal.h is to
+ * mm/): the debugfs directory the components put their statistics in,
+ * the fault-injection sites, and the components' init and exit, which
+ * main.c calls in order.  Clients use include/pcpu_next/ instead; the
+ * test harness (torture/) and the KUnit suites (kunit/) may include this,
+ * the library never includes theirs.
+ */
+#ifndef _PCPU_NEXT_INTERNAL_CORE_H
+#define _PCPU_NEXT_INTERNAL_CORE_H
+
+#include <linux/types.h>
+
+struct dentry;
+
+/**
+ * pn_debugfs_dir() - the module's debugfs directory
+ *
+ * Context: After the module core created it (before any component init).
+ * Return: the dentry of /sys/kernel/debug/pcpu_next, or an ERR_PTR or
+ * NULL without debugfs (debugfs_create_*() accept either as parent).
+ */
+struct dentry *pn_debugfs_dir(void);
+
+/*
+ * Fault injection on the kernel's framework: every site has its own
+ * struct fault_attr (defined in main.c, which also creates the
+ * debugfs knobs pcpu_next/fault/fail_<site>/), checked with should_fail()
+ * by pn_fault_hit() at the site.  At load: probability 0, verbose 0, so
+ * only the calling task's fail-nth reaches a site until someone (a test,
+ * a run's faults= window, an administrator) arms an attr.  Every injected
+ * failure is counted per site for pn_fault_injected().  Without
+ * CONFIG_FAULT_INJECTION nothing of this is compiled in.
+ */
+enum pn_fault_site {
+	PN_FAULT_CHUNK,		/* pcpu_alloc.c: chunk creation */
+	PN_FAULT_CTOR,		/* torture: the alloc stress's constructor */
+	PN_FAULT_UPGRADE,	/* lazy_counter.c: an upgrade's allocation */
+	PN_FAULT_MMCID,		/* mmcid_pcpu.c: a block's allocation */
+	PN_FAULT_NR_SITES,
+};
+
+const char *pn_fault_name(enum pn_fault_site site);
+
+#ifdef CONFIG_FAULT_INJECTION
+struct fault_attr;
+extern struct fault_attr pn_fail_chunk;
+extern struct fault_attr pn_fail_ctor;
+extern struct fault_attr lazy_fail_upgrade;
+extern struct fault_attr mmcid_fail_grow;
+
+bool pn_fault_hit(enum pn_fault_site site);
+struct fault_attr *pn_fault_attr(enum pn_fault_site site);
+void pn_fault_attr_reset(struct fault_attr *attr);
+unsigned long pn_fault_injected(enum pn_fault_site site);
+void pn_fault_reset_count(enum pn_fault_site site);
+#else
+static inline bool pn_fault_hit(enum pn_fault_site site)
+{
+	return false;
+}
+
+static inline unsigned long pn_fault_injected(enum pn_fault_site site)
+{
+	return 0;
+}
+#endif
+
+/* The components' init and exit, in main.c's order. */
+int pn_alloc_init(void);
+void pn_alloc_exit(void);
+int pn_ctree_subsys_init(void);
+int lazy_counter_module_init(void);
+void lazy_counter_module_exit(void);
+int pn_mmcid_init(void);
+void pn_mmcid_exit(void);
+
+#endif /* _PCPU_NEXT_INTERNAL_CORE_H */
