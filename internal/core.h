@@ -2,10 +2,10 @@
 /*
  * pcpu_next library core, private to the module (as mm/internal.h is to
  * mm/): the debugfs directory the components put their statistics in,
- * the fault-injection sites, and the components' init and exit, which
- * main.c calls in order.  Clients use include/pcpu_next/ instead; the
- * test harness (torture/) and the KUnit suites (kunit/) may include this,
- * the library never includes theirs.
+ * the fault-injection sites (both in core.c), and the components' init
+ * and exit, which main.c calls in order.  Clients use include/pcpu_next/
+ * instead; the test harness (torture/) and the KUnit suites (kunit/) may
+ * include this, the library never includes theirs.
  */
 #ifndef _PCPU_NEXT_INTERNAL_CORE_H
 #define _PCPU_NEXT_INTERNAL_CORE_H
@@ -13,6 +13,9 @@
 #include <linux/types.h>
 
 struct dentry;
+
+void pn_core_init(void);
+void pn_core_exit(void);
 
 /**
  * pn_debugfs_dir() - the module's debugfs directory
@@ -25,7 +28,7 @@ struct dentry *pn_debugfs_dir(void);
 
 /*
  * Fault injection on the kernel's framework: every site has its own
- * struct fault_attr (defined in main.c, which also creates the
+ * struct fault_attr (defined in core.c, which also creates the
  * debugfs knobs pcpu_next/fault/fail_<site>/), checked with should_fail()
  * by pn_fault_hit() at the site.  At load: probability 0, verbose 0, so
  * only the calling task's fail-nth reaches a site until someone (a test,

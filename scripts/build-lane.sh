@@ -5,7 +5,11 @@
 # (W=1) against every flavour of Debian's newest 6.12 headers that exists
 # (amd64, cloud-amd64, rt-amd64), and a build against a kernel older than
 # the supported minimum (Debian's 6.1 headers) must stop at once with one
-# line naming the found and the needed version.
+# line naming the found and the needed version.  The library must build
+# without its harness (CONFIG_PCPU_NEXT_TORTURE off) and with its fast-path
+# statistics (CONFIG_PCPU_NEXT_STATS); and the layout rule holds: no
+# library file includes a harness header, no library object refers to a
+# symbol the harness defines, the public headers hold no test hooks.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -34,6 +38,49 @@ for flavour in amd64 cloud-amd64 rt-amd64; do
 		tap not-ok "W=1 build against $abi-$flavour"
 	fi
 done
+
+# The library alone, and everything with statistics, against amd64.
+kdir=/usr/src/linux-headers-$abi-amd64
+for opts in "" "CONFIG_PCPU_NEXT_TORTURE=y CONFIG_PCPU_NEXT_STATS=y"; do
+	what=${opts:-library only (no harness, no statistics)}
+	if (PN_OPTS=$opts build_module "$REPO" "$kdir" "$work/opts-${#opts}" >/dev/null); then
+		tap ok "W=1 build against $abi-amd64: $what"
+	else
+		tap not-ok "W=1 build against $abi-amd64: $what"
+	fi
+done
+
+# Layout: the arrows go one way.  The library is core.c, the four
+# component files, include/pcpu_next/ (public) and internal/ (private).
+lib_c="core.c pcpu_alloc.c lazy_counter.c counter_tree.c mmcid_pcpu.c"
+lib_h="$(cd "$REPO" && echo include/pcpu_next/*.h internal/*.h)"
+bad=$(cd "$REPO" && grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*["<][^">]*(torture|kunit/test|kunit/resource)' $lib_c $lib_h)
+if [ -z "$bad" ]; then
+	tap ok "layout: no library file includes a harness or KUnit-test header ($(echo $lib_c $lib_h | wc -w) files)"
+else
+	tap not-ok "layout: library files include harness headers: $(echo $bad)"
+fi
+# Symbols: what the library objects need must not come from torture/.
+objs=$work/amd64/src
+if [ -d "$objs/torture" ]; then
+	harness_defs=$(nm --defined-only "$objs"/torture/*.o | awk 'NF == 3 && $2 ~ /[TDBR]/ { print $3 }' | sort -u)
+	lib_undef=$(for f in $lib_c; do nm -u "$objs/${f%.c}.o"; done | awk '{ print $2 }' | sort -u)
+	both=$(comm -12 <(echo "$harness_defs") <(echo "$lib_undef") | tr '\n' ' ')
+	if [ -z "$both" ]; then
+		tap ok "layout: the library objects use no symbol of the harness ($(echo "$harness_defs" | wc -l) harness symbols)"
+	else
+		tap not-ok "layout: library objects use harness symbols: $both"
+	fi
+else
+	tap not-ok "layout: no harness objects in the amd64 build"
+fi
+# Public headers: the API, no test hooks.
+bad=$(cd "$REPO" && grep -nE 'CONFIG_KUNIT|VISIBLE_IF_KUNIT|EXPORT_SYMBOL_IF_KUNIT|MMCID_SRC_|_inject_|expect_misuse' include/pcpu_next/*.h)
+if [ -z "$bad" ]; then
+	tap ok "layout: include/pcpu_next/ holds no KUnit-only or test hook"
+else
+	tap not-ok "layout: test hooks in public headers: $(echo $bad)"
+fi
 
 old=$(ls -d /usr/src/linux-headers-6.1.*-amd64 2>/dev/null | sort -V | tail -n 1)
 if [ -z "$old" ]; then

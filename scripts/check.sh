@@ -6,7 +6,10 @@
 #   deps     scripts/deps.sh (idempotent)
 #   build    W=1 builds against Debian's 6.12 headers, every flavour
 #            (amd64, cloud-amd64, rt-amd64); Debian's 6.1 headers must be
-#            refused with one line (scripts/build-lane.sh, TAP; no VM)
+#            refused with one line; the library alone (no harness) and
+#            with fast-path statistics; the layout rule (no library file
+#            includes or links against the harness, no test hooks in the
+#            public headers) (scripts/build-lane.sh, TAP; no VM)
 #   model    SPIN: the lazy-counter upgrade protocol over all interleavings
 #            of a small model, and mutants of it that must fail
 #            (scripts/model.sh; no VM)
@@ -74,7 +77,7 @@ for lane in $lanes; do
 	case $lane in
 	build)
 		run_tap build build-lane.sh \
-			"W=1 against every Debian 6.12 headers flavour; 6.1 refused" '^(not )?ok [0-9]'
+			"W=1 against every Debian 6.12 headers flavour, library alone, statistics; 6.1 refused; layout" '^(not )?ok [0-9]'
 		;;
 	model)
 		run_tap model model.sh \

@@ -44,7 +44,7 @@
  * controller's loads.
  *
  * Fault injection.  The sites and their fault_attrs belong to the module
- * core (main.c, internal/core.h).  A stress line with faults=N (per mille)
+ * core (core.c, internal/core.h).  A stress line with faults=N (per mille)
  * arms every site for the worker phase of a test that supports it:
  * pn_fault_arm() resets the per-site counts and sets probability
  * DIV_ROUND_UP(N, 10) percent (the framework draws in percent: multiples
