@@ -58,7 +58,7 @@ bad=$(cd "$REPO" && grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*["<][
 if [ -z "$bad" ]; then
 	tap ok "layout: no library file includes a harness or KUnit-test header ($(echo $lib_c $lib_h | wc -w) files)"
 else
-	tap not-ok "layout: library files include harness headers: $(echo $bad)"
+	tap not-ok "layout: library files include harness headers: $(tr '\n' ' ' <<<"$bad")"
 fi
 # Symbols: what the library objects need must not come from torture/.
 objs=$work/amd64/src
@@ -79,7 +79,7 @@ bad=$(cd "$REPO" && grep -nE 'CONFIG_KUNIT|VISIBLE_IF_KUNIT|EXPORT_SYMBOL_IF_KUN
 if [ -z "$bad" ]; then
 	tap ok "layout: include/pcpu_next/ holds no KUnit-only or test hook"
 else
-	tap not-ok "layout: test hooks in public headers: $(echo $bad)"
+	tap not-ok "layout: test hooks in public headers: $(tr '\n' ' ' <<<"$bad")"
 fi
 
 old=$(ls -d /usr/src/linux-headers-6.1.*-amd64 2>/dev/null | sort -V | tail -n 1)
