@@ -6,10 +6,15 @@
  * every step the precise sum equals a reference, the approximation lies
  * inside the accuracy range, and the compare functions answer exactly at
  * the edges of that range; then the same under pinned concurrent adders.
+ *
+ * It needs no test harness (it is built without torture/ in the kunit.py
+ * lane): its worker threads and its pseudo-random numbers are its own.
  */
 
 #include <kunit/test.h>
+#include <linux/atomic.h>
 #include <linux/completion.h>
+#include <linux/cpu.h>
 #include <linux/cpumask.h>
 #include <linux/delay.h>
 #include <linux/kthread.h>
@@ -18,11 +23,12 @@
 #include <linux/log2.h>
 #include <linux/preempt.h>
 #include <linux/sched.h>
+#include <linux/sched/task.h>
 #include <linux/slab.h>
+#include <linux/wait.h>
 
 #include <pcpu_next/counter_tree.h>
-#include "internal/core.h"
-#include "torture/torture.h"
+#include "internal/counter_tree.h"
 
 /* ---- fixtures ---- */
 
@@ -93,9 +99,24 @@ static void pn_ct_check(struct kunit *test, struct pn_ctree *c, long ref)
 			pn_ctree_approx_sum(c) > 0 ? pn_ctree_approx_sum(c) : 0);
 }
 
+/*
+ * xorshift64*, the generator of the harness's pn_rand_state(), so that the
+ * cases walk the same sequences as when they ran on the harness.
+ */
+static u32 pn_ct_rand(u64 *state)
+{
+	u64 x = *state ? *state : 0x9e3779b97f4a7c15ULL;
+
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	*state = x;
+	return (x * 0x2545f4914f6cdd1dULL) >> 32;
+}
+
 static long pn_ct_rand_inc(u64 *rnd)
 {
-	u32 r = pn_rand_state(rnd);
+	u32 r = pn_ct_rand(rnd);
 	long inc;
 
 	switch (r & 3) {
@@ -489,6 +510,167 @@ static void pn_ct_compare_edges(struct kunit *test)
 
 /* ---- concurrent adders ---- */
 
+/*
+ * Worker placement, as the harness's pin= each, even, one and random:
+ * round robin over the online CPUs or over the even-numbered ones, all on
+ * the first online CPU, or each on a pseudo-random online CPU.
+ */
+enum pn_ct_pin {
+	PN_CT_PIN_EACH,
+	PN_CT_PIN_EVEN,
+	PN_CT_PIN_ONE,
+	PN_CT_PIN_RANDOM,
+};
+
+/**
+ * struct pn_ct_phase - worker kthreads that start together and run to the end
+ * @wq: woken when a worker entered or left its body
+ * @ready: workers that entered their body
+ * @done: workers whose body returned
+ * @go: set once every worker is ready: they start at the same moment
+ * @stop: set when the phase ends, or is torn down before it started
+ * @fn: the body of worker @idx; returns 0 or -errno
+ * @data: the body's argument
+ */
+struct pn_ct_phase {
+	wait_queue_head_t wq;
+	atomic_t ready;
+	atomic_t done;
+	bool go;
+	bool stop;
+	int (*fn)(struct pn_ct_phase *ph, unsigned int idx, void *data);
+	void *data;
+};
+
+struct pn_ct_worker {
+	struct pn_ct_phase *ph;
+	unsigned int idx;
+	struct task_struct *task;
+};
+
+static int pn_ct_worker_main(void *arg)
+{
+	struct pn_ct_worker *w = arg;
+	struct pn_ct_phase *ph = w->ph;
+	int ret;
+
+	atomic_inc(&ph->ready);
+	wake_up(&ph->wq);
+	while (!READ_ONCE(ph->go) && !READ_ONCE(ph->stop))
+		schedule_timeout_uninterruptible(1);
+	ret = ph->fn(ph, w->idx, ph->data);
+	atomic_inc(&ph->done);
+	wake_up(&ph->wq);
+	/* kthread_stop() collects the result; wait for it. */
+	set_current_state(TASK_INTERRUPTIBLE);
+	while (!kthread_should_stop()) {
+		schedule();
+		set_current_state(TASK_INTERRUPTIBLE);
+	}
+	__set_current_state(TASK_RUNNING);
+	return ret;
+}
+
+/* The @n-th online CPU (modulo their number), of the even ones if @even. */
+static unsigned int pn_ct_nth_online(unsigned int n, bool even)
+{
+	unsigned int cpu, seen = 0, nr = 0;
+
+	for_each_online_cpu(cpu)
+		if (!even || !(cpu & 1))
+			nr++;
+	if (!nr)
+		return cpumask_first(cpu_online_mask);
+	n %= nr;
+	for_each_online_cpu(cpu) {
+		if (even && (cpu & 1))
+			continue;
+		if (seen++ == n)
+			return cpu;
+	}
+	return cpumask_first(cpu_online_mask);
+}
+
+static unsigned int pn_ct_pick_cpu(enum pn_ct_pin pin, unsigned int idx,
+				   u64 *rnd)
+{
+	unsigned int cpu;
+
+	cpus_read_lock();
+	switch (pin) {
+	case PN_CT_PIN_EVEN:
+		cpu = pn_ct_nth_online(idx, true);
+		break;
+	case PN_CT_PIN_ONE:
+		cpu = cpumask_first(cpu_online_mask);
+		break;
+	case PN_CT_PIN_RANDOM:
+		cpu = pn_ct_nth_online(pn_ct_rand(rnd), false);
+		break;
+	default:
+		cpu = pn_ct_nth_online(idx, false);
+		break;
+	}
+	cpus_read_unlock();
+	return cpu;
+}
+
+/*
+ * Run @nr workers placed by @pin (@rnd for the random placement) until
+ * every one of them returned.  All are created first and released
+ * together once each has entered its body.  Returns 0, -ENOMEM, the
+ * error of a failed kthread_create(), or the first non-zero value a
+ * worker returned.  kthread_stop() orders the workers' stores before the
+ * caller's later loads.
+ */
+static int pn_ct_run_phase(struct pn_ct_phase *ph, unsigned int nr,
+			   enum pn_ct_pin pin, u64 *rnd)
+{
+	struct pn_ct_worker *w;
+	unsigned int i, started = 0;
+	int ret = 0, r;
+
+	w = kcalloc(nr, sizeof(*w), GFP_KERNEL);
+	if (!w)
+		return -ENOMEM;
+	init_waitqueue_head(&ph->wq);
+	atomic_set(&ph->ready, 0);
+	atomic_set(&ph->done, 0);
+	WRITE_ONCE(ph->go, false);
+	WRITE_ONCE(ph->stop, false);
+	for (i = 0; i < nr; i++) {
+		unsigned int cpu = pn_ct_pick_cpu(pin, i, rnd);
+		struct task_struct *t;
+
+		w[i].ph = ph;
+		w[i].idx = i;
+		t = kthread_create(pn_ct_worker_main, &w[i], "pn_ct_mt/%u", i);
+		if (IS_ERR(t)) {
+			ret = PTR_ERR(t);
+			break;
+		}
+		get_task_struct(t);
+		w[i].task = t;
+		set_cpus_allowed_ptr(t, cpumask_of(cpu));
+		wake_up_process(t);
+		started++;
+	}
+	if (!ret) {
+		wait_event(ph->wq, atomic_read(&ph->ready) == started);
+		WRITE_ONCE(ph->go, true);
+		wait_event(ph->wq, atomic_read(&ph->done) == started);
+	}
+	WRITE_ONCE(ph->stop, true);
+	for (i = 0; i < started; i++) {
+		r = kthread_stop(w[i].task);
+		put_task_struct(w[i].task);
+		if (r && !ret)
+			ret = r;
+	}
+	kfree(w);
+	return ret;
+}
+
 #define PN_CT_NR_BATCH	9	/* batches 2^1 .. 2^9 */
 #define PN_CT_ADDERS	4
 #define PN_CT_OPS	1500
@@ -500,14 +682,14 @@ struct pn_ct_mt {
 	unsigned long reads;
 };
 
-static int pn_ct_mt_worker(struct pn_run *run, unsigned int idx, void *data)
+static int pn_ct_mt_worker(struct pn_ct_phase *ph, unsigned int idx, void *data)
 {
 	struct pn_ct_mt *m = data;
 	u64 rnd = 1000 + idx;
 	unsigned int i, t;
 
 	if (idx == PN_CT_ADDERS) {	/* reader */
-		while (atomic_read(&m->adders_left) && !pn_should_stop(run)) {
+		while (atomic_read(&m->adders_left) && !READ_ONCE(ph->stop)) {
 			for (t = 0; t < PN_CT_NR_BATCH; t++) {
 				long a, lo, hi;
 
@@ -520,10 +702,10 @@ static int pn_ct_mt_worker(struct pn_run *run, unsigned int idx, void *data)
 		}
 		return 0;
 	}
-	for (i = 0; i < PN_CT_OPS && !pn_should_stop(run); i++) {
+	for (i = 0; i < PN_CT_OPS && !READ_ONCE(ph->stop); i++) {
 		long inc = pn_ct_rand_inc(&rnd);
 
-		t = pn_rand_state(&rnd) % PN_CT_NR_BATCH;
+		t = pn_ct_rand(&rnd) % PN_CT_NR_BATCH;
 		pn_ctree_add(m->trees[t], inc);
 		m->totals[idx][t] += inc;
 		if (!(i & 63))
@@ -535,19 +717,20 @@ static int pn_ct_mt_worker(struct pn_run *run, unsigned int idx, void *data)
 
 static void pn_ct_threads_pinned(struct kunit *test)
 {
-	static const enum pn_pin pins[] = {
-		PN_PIN_EACH, PN_PIN_EVEN, PN_PIN_ONE, PN_PIN_RANDOM,
+	static const enum pn_ct_pin pins[] = {
+		PN_CT_PIN_EACH, PN_CT_PIN_EVEN, PN_CT_PIN_ONE, PN_CT_PIN_RANDOM,
 	};
-	struct pn_run *run;
+	struct pn_ct_phase *ph;
 	struct pn_ct_mt *m;
 	unsigned int p, t, w;
+	u64 rnd = 3;
 
-	run = kunit_kzalloc(test, sizeof(*run), GFP_KERNEL);
+	ph = kunit_kzalloc(test, sizeof(*ph), GFP_KERNEL);
 	m = kunit_kzalloc(test, sizeof(*m), GFP_KERNEL);
-	KUNIT_ASSERT_NOT_NULL(test, run);
+	KUNIT_ASSERT_NOT_NULL(test, ph);
 	KUNIT_ASSERT_NOT_NULL(test, m);
-	init_waitqueue_head(&run->wq);
-	run->rnd = 3;
+	ph->fn = pn_ct_mt_worker;
+	ph->data = m;
 	for (t = 0; t < PN_CT_NR_BATCH; t++)
 		m->trees[t] = pn_ct_new(test, 1, 2UL << t);
 
@@ -556,8 +739,8 @@ static void pn_ct_threads_pinned(struct kunit *test)
 		atomic_set(&m->adders_left, PN_CT_ADDERS);
 		for (t = 0; t < PN_CT_NR_BATCH; t++)
 			pn_ctree_set(m->trees[t], (long)p * 100000 - 150000);
-		KUNIT_ASSERT_EQ(test, pn_run_threads(run, PN_CT_ADDERS + 1, pins[p], 0,
-						     pn_ct_mt_worker, m), 0);
+		KUNIT_ASSERT_EQ(test, pn_ct_run_phase(ph, PN_CT_ADDERS + 1,
+						      pins[p], &rnd), 0);
 		/* kthread_stop() ordered the workers' stores before ours. */
 		for (t = 0; t < PN_CT_NR_BATCH; t++) {
 			long ref = (long)p * 100000 - 150000;

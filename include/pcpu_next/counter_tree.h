@@ -4,6 +4,11 @@
  * approximate sum with a guaranteed accuracy range, and an O(nr_cpus)
  * precise sum.  See counter_tree.c for the design.
  *
+ * This is the API for client modules.  The out-of-line functions are
+ * documented (kernel-doc) at their definitions in counter_tree.c, the
+ * inline readers here; a counter's accuracy range, which a client may
+ * rely on, is pn_ctree_accuracy_range().
+ *
  * Accuracy convention, at quiescence (no add in flight):
  *
  *	precise - under <= approx <= precise + over
@@ -17,15 +22,11 @@
 #define _PCPU_NEXT_COUNTER_TREE_H
 
 #include <linux/atomic.h>
-#include <linux/bits.h>
 #include <linux/cache.h>
 #include <linux/compiler.h>
 #include <linux/gfp_types.h>
 #include <linux/percpu.h>
 #include <linux/types.h>
-
-#define PN_CTREE_MAX_LEVELS	5	/* carry levels, root excluded */
-#define PN_CTREE_MAX_ORDER	20	/* up to 2^20 CPU ids */
 
 /**
  * struct pn_ctree_item - one carry counter of levels 1..root
@@ -67,23 +68,6 @@ struct pn_ctree {
 	unsigned long over;
 };
 
-/**
- * struct pn_ctree_topo - the shape of every tree on this machine
- * @order: log2 of the number of level-0 slots (2^@order >= nr_cpu_ids)
- * @nr_levels: carry levels below the root; 0 on a single-CPU kernel
- * @nr_items: items per tree in levels 1..root (the root included)
- * @arity_order: log2 of the fan-in of each level into the next one
- *
- * Level l (1 <= l <= @nr_levels) has 2^(@order - sum of @arity_order[0..l-1])
- * items; level @nr_levels is the root, a single item.
- */
-struct pn_ctree_topo {
-	unsigned int order;
-	unsigned int nr_levels;
-	unsigned int nr_items;
-	u8 arity_order[PN_CTREE_MAX_LEVELS];
-};
-
 size_t pn_ctree_items_size(void);
 int pn_ctree_init_many(struct pn_ctree *counters, struct pn_ctree_item *items,
 		       unsigned int nr, unsigned long batch, gfp_t gfp);
@@ -98,6 +82,8 @@ int pn_ctree_approx_compare_value(struct pn_ctree *counter, long v);
 int pn_ctree_precise_compare(struct pn_ctree *a, struct pn_ctree *b);
 int pn_ctree_precise_compare_value(struct pn_ctree *counter, long v);
 void pn_ctree_set(struct pn_ctree *counter, long v);
+
+/* Not for callers: the inline readers below report a destroyed tree here. */
 long __pn_ctree_misuse(void);
 
 /**
@@ -215,52 +201,6 @@ static inline long pn_ctree_precise_sum_positive(struct pn_ctree *counter)
 	long v = pn_ctree_precise_sum(counter);
 
 	return v > 0 ? v : 0;
-}
-
-/*
- * Not exported: module initialisation, and the pure arithmetic that the
- * KUnit suite checks exhaustively.
- */
-int pn_ctree_subsys_init(void);
-const struct pn_ctree_topo *pn_ctree_topology(void);
-void pn_ctree_topo_compute(unsigned int order, struct pn_ctree_topo *t);
-void pn_ctree_accuracy(const struct pn_ctree_topo *t, unsigned int batch_order,
-		       unsigned int nr_level0, unsigned long *under,
-		       unsigned long *over);
-
-#if IS_ENABLED(CONFIG_KUNIT)
-/*
- * Test-only, not API: the next @n uses of destroyed trees skip the WARN;
- * returns what was left of the previous budget.
- */
-unsigned int pn_ctree_expect_misuse(unsigned int n);
-#endif
-
-/**
- * pn_ctree_carry() - carry out of a counter after one add, at a given width
- * @orig: the counter before the add
- * @res: the counter after the add (orig + inc, modulo 2^@width)
- * @order: log2 of the batch of the level the counter carries into
- * @width: the counter's width in bits, 1..BITS_PER_LONG
- *
- * The counter stands for the value floor(v / 2^@order) * 2^@order in the
- * next level; the carry is the change of that value:
- * (res & ~(2^@order - 1)) - (orig & ~(2^@order - 1)), modulo 2^@width.
- * The real counters are BITS_PER_LONG wide; smaller widths exist so that
- * the arithmetic can be checked exhaustively.
- *
- * Context: Any context.
- * Return: the carry, a multiple of 2^@order, modulo 2^@width.
- */
-static __always_inline unsigned long pn_ctree_carry(unsigned long orig,
-						    unsigned long res,
-						    unsigned int order,
-						    unsigned int width)
-{
-	unsigned long high = ~((1UL << order) - 1);
-	unsigned long wmask = width >= BITS_PER_LONG ? ~0UL : BIT(width) - 1;
-
-	return ((res & high) - (orig & high)) & wmask;
 }
 
 #endif /* _PCPU_NEXT_COUNTER_TREE_H */
