@@ -22,10 +22,28 @@
  * harness's constructor; it is here so that all sites share one
  * directory and one set of counts.
  *
+ * CPUs ever brought up.  A per-CPU sum must read every CPU that may hold
+ * a nonzero part; percpu_counter reads the online CPUs and folds a dying
+ * CPU's part into the total from a hotplug callback, which needs a global
+ * list of counters under a global lock (percpu_counters_lock: every
+ * init and destroy takes it).  The kernel's mask of CPUs that ever came up
+ * (cpus_booted_once_mask) is not exported, so the core keeps its own,
+ * pn_cpus_seen: every CPU online at load, and every CPU from the
+ * BP_PREPARE_DYN step of its bring-up on, which runs on the control CPU
+ * before the new CPU executes anything.  Bits are never cleared: an
+ * offline CPU keeps its part in place and sums keep reading it, so no
+ * counter needs a hotplug callback or a list.  A CPU's first update is
+ * ordered after its bit by the hotplug handshake (the bring-up waits on a
+ * completion the new CPU signals); a sum that reads the mask before the
+ * bit appears races with that CPU's updates and may miss them, as a sum
+ * misses any update concurrent with it.
+ *
  * Depends on: <linux/...> headers and internal/core.h only.
  */
 
 #include <linux/atomic.h>
+#include <linux/cpuhotplug.h>
+#include <linux/cpumask.h>
 #include <linux/debugfs.h>
 #include <linux/fault-inject.h>
 
@@ -178,23 +196,46 @@ static void pn_fault_debugfs_init(struct dentry *parent)
 }
 #endif
 
-/**
- * pn_core_init() - create the debugfs directory and the fault sites
- *
- * Context: Module init, before any component's init.
- */
-void pn_core_init(void)
+/* ---- CPUs ever brought up ------------------------------------------------ */
+
+static struct cpumask pn_cpus_seen_mask;	/* bits only set, never cleared */
+const struct cpumask *const pn_cpus_seen = &pn_cpus_seen_mask;
+static int pn_cpus_seen_state;
+
+static int pn_cpu_seen_prepare(unsigned int cpu)
 {
-	pn_dir = debugfs_create_dir("pcpu_next", NULL);
-	pn_fault_debugfs_init(pn_dir);
+	cpumask_set_cpu(cpu, &pn_cpus_seen_mask);
+	return 0;
 }
 
 /**
- * pn_core_exit() - remove the debugfs directory
+ * pn_core_init() - debugfs directory, fault sites, the mask of CPUs seen
  *
- * Context: Module exit, after every component's exit.
+ * Context: Module init, before any component's init; may sleep.
+ * Return: 0, or -errno if the hotplug state could not be set up.
+ */
+int pn_core_init(void)
+{
+	int ret;
+
+	/* Invokes the callback for every CPU up now, excluding hotplug. */
+	ret = cpuhp_setup_state(CPUHP_BP_PREPARE_DYN, "pcpu_next:cpus_seen",
+				pn_cpu_seen_prepare, NULL);
+	if (ret < 0)
+		return ret;
+	pn_cpus_seen_state = ret;
+	pn_dir = debugfs_create_dir("pcpu_next", NULL);
+	pn_fault_debugfs_init(pn_dir);
+	return 0;
+}
+
+/**
+ * pn_core_exit() - remove the debugfs directory and the hotplug state
+ *
+ * Context: Module exit, after every component's exit; may sleep.
  */
 void pn_core_exit(void)
 {
 	debugfs_remove(pn_dir);
+	cpuhp_remove_state_nocalls(pn_cpus_seen_state);
 }

@@ -77,8 +77,12 @@
  * so under + over < 2^order * B * (nr_levels + 1): the bound grows as
  * O(nr_cpu_ids * B * nr_levels), against O(nr_cpu_ids^2) for a
  * percpu_counter whose batch grows with the CPU count.  The level-0 start
- * values are subtracted from the precise sum (level0_base); the item
- * start values need no correction, by the identity above.
+ * values are subtracted from the precise sum (level0_start, per CPU
+ * read); the item start values need no correction, by the identity above.
+ * The precise sum (and so pn_ctree_set()) reads only the CPUs that were
+ * ever brought up (pn_cpus_seen, internal/core.h): a CPU that never ran
+ * still holds its start value, which contributes nothing, so skipping it
+ * is exact; an offline CPU keeps its part and is still read.
  *
  * Sets.  pn_ctree_set() only moves the bias, which both sums include:
  * P - A and hence the accuracy is unchanged.
@@ -154,7 +158,7 @@
  * each item's updates are totally ordered by coherence and each carry is
  * derived from one of them, which is all the identity needs.  Readers
  * order nothing: the approximate sum is one atomic read; the precise sum
- * reads the level-0 counters of every possible CPU and is exact once the
+ * reads the level-0 counters of every CPU ever brought up and is exact once the
  * adders' stores are visible (e.g. after kthread_stop() of the adders),
  * otherwise it sees any subset of the adds in flight.  CPU hotplug needs
  * no callback: an offline CPU's counter keeps its value and is still
@@ -481,7 +485,7 @@ int pn_ctree_init_many(struct pn_ctree *counters, struct pn_ctree_item *items,
 		c->root = t->nr_levels ? &it[t->nr_items - 1].count : NULL;
 		for_each_possible_cpu(cpu)
 			*per_cpu_ptr(c->level0, cpu) = start[0];
-		c->level0_base = possible * start[0];
+		c->level0_start = start[0];
 		for (l = 1; l < t->nr_levels; l++) {
 			unsigned int j, n;
 
@@ -644,13 +648,14 @@ static unsigned long pn_ctree_level0_sum(struct pn_ctree *c,
 	unsigned long sum = 0;
 	unsigned int cpu;
 
-	for_each_possible_cpu(cpu)
-		sum += READ_ONCE(*per_cpu_ptr(level0, cpu));
-	return sum - c->level0_base;
+	/* CPUs never brought up still hold their start value: skip them. */
+	for_each_cpu(cpu, pn_cpus_seen)
+		sum += READ_ONCE(*per_cpu_ptr(level0, cpu)) - c->level0_start;
+	return sum;
 }
 
 /**
- * pn_ctree_precise_sum() - the exact sum, visiting every possible CPU
+ * pn_ctree_precise_sum() - the exact sum, visiting every CPU ever brought up
  * @counter: the tree
  *
  * Context: Any context.  Exact when no add runs concurrently; otherwise

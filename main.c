@@ -7,7 +7,8 @@
  * component files) includes no harness header.
  *
  *   module_init                         module_exit
- *     pn_core_init()  (debugfs, faults)   pn_control_stop()  (files; aborts a run)
+ *     pn_core_init()  (debugfs, faults,   pn_control_stop()  (files; aborts a run)
+ *       CPUs seen)
  *     pn_control_init()   (harness wq)    pn_mmcid_exit()
  *     pn_alloc_init()                     lazy_counter_module_exit()
  *     pn_ctree_subsys_init()              pn_alloc_exit()
@@ -54,7 +55,9 @@ static int __init pcpu_next_init(void)
 {
 	int ret;
 
-	pn_core_init();			/* debugfs directory, fault sites */
+	ret = pn_core_init();		/* debugfs, fault sites, CPUs seen */
+	if (ret)
+		return ret;
 	ret = pn_control_init();	/* the harness's workqueue */
 	if (ret)
 		goto err_dir;

@@ -14,8 +14,16 @@
 
 struct dentry;
 
-void pn_core_init(void);
+int pn_core_init(void);
 void pn_core_exit(void);
+
+/*
+ * Every CPU that was online at load or was brought up since, never
+ * cleared (core.c): a per-CPU sum over it reads every part that can be
+ * nonzero, with no hotplug callback or list of counters.
+ */
+struct cpumask;
+extern const struct cpumask *const pn_cpus_seen;
 
 /**
  * pn_debugfs_dir() - the module's debugfs directory

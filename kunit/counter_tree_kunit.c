@@ -28,6 +28,7 @@
 #include <linux/wait.h>
 
 #include <pcpu_next/counter_tree.h>
+#include "internal/core.h"
 #include "internal/counter_tree.h"
 
 /* ---- fixtures ---- */
@@ -1030,6 +1031,47 @@ static void pn_ct_misuse_budget_clear(void *unused)
  * some of it, an extra one WARNs (and fails the lanes).  Destroying
  * again, as the fixture's release does, is a no-op.
  */
+static int pn_ct_add_here(void *arg)
+{
+	pn_ctree_add(arg, 1000003);
+	return raw_smp_processor_id();
+}
+
+/*
+ * The precise sum and set read only the CPUs ever brought up
+ * (pn_cpus_seen).  Bring up a possible CPU that never ran (the rt lane
+ * boots 4 of 8), add on it, and the sum must include the add, before and
+ * after the CPU goes offline again; a set must account for it too.
+ * Skipped when every possible CPU is already up.
+ */
+static void pn_ct_cpu_first_up(struct kunit *test)
+{
+	struct pn_ctree *c = pn_ct_new(test, 1, 32);
+	unsigned int cpu, target = nr_cpu_ids;
+	int ret;
+
+	for_each_possible_cpu(cpu) {
+		if (!cpu_online(cpu) && !cpumask_test_cpu(cpu, pn_cpus_seen)) {
+			target = cpu;
+			break;
+		}
+	}
+	if (target == nr_cpu_ids)
+		kunit_skip(test, "every possible CPU was up already");
+	pn_ctree_add(c, 5);
+	ret = add_cpu(target);
+	if (ret)
+		kunit_skip(test, "add_cpu(%u): %d", target, ret);
+	KUNIT_EXPECT_TRUE(test, cpumask_test_cpu(target, pn_cpus_seen));
+	KUNIT_EXPECT_EQ(test, smp_call_on_cpu(target, pn_ct_add_here, c, false),
+			(int)target);
+	KUNIT_EXPECT_EQ(test, pn_ctree_precise_sum(c), 1000008L);
+	KUNIT_EXPECT_EQ(test, remove_cpu(target), 0);
+	KUNIT_EXPECT_EQ(test, pn_ctree_precise_sum(c), 1000008L);
+	pn_ctree_set(c, 7);
+	KUNIT_EXPECT_EQ(test, pn_ctree_precise_sum(c), 7L);
+}
+
 static void pn_ct_use_after_destroy(struct kunit *test)
 {
 	struct pn_ctree *c = pn_ct_new(test, 2, 8);
@@ -1084,6 +1126,7 @@ static struct kunit_case pn_ct_cases[] = {
 	KUNIT_CASE(pn_ct_threads_pinned),
 	KUNIT_CASE(pn_ct_preempted_adder),
 	KUNIT_CASE(pn_ct_use_after_destroy),
+	KUNIT_CASE(pn_ct_cpu_first_up),
 	{}
 };
 
