@@ -182,7 +182,8 @@
  * WARN fails the test lanes; it then checks that the budget was used up
  * exactly.  The hook takes no lock and looks at no test state, so the
  * misuse paths stay valid in every context the add and read paths are
- * (any but NMI, raw_spinlock_t and interrupts-off sections included).
+ * (any but NMI, raw_spinlock_t and interrupts-off sections included); it
+ * exists only on kernels with KUnit, elsewhere a misuse always WARNs once.
  *
  * CPU hotplug.  The kernel's list of percpu_counters is not exported, so
  * the flat target has its own dead-CPU callback (a dynamic state in the
@@ -215,27 +216,55 @@
  * storage) first asks lazy_should_fail(): a test hook
  * (lazy_counter_inject_failure()) fails the n-th step from now, exactly
  * once, whatever task makes it (the KUnit suite and the stress's INJECT
- * mode need that "next n" determinism); then, with CONFIG_FAULT_INJECTION,
- * the kernel's fault injection through the fault_attr lazy_fail_upgrade
- * (debugfs pcpu_next/fault/fail_upgrade/, armed by a stress line's
- * faults=, see control.c; fail-nth reaches it too).
+ * mode need that "next n" determinism; the hook is compiled only with
+ * KUnit or the harness); then, with CONFIG_FAULT_INJECTION, the kernel's
+ * fault injection through the fault_attr lazy_fail_upgrade (defined in
+ * main.c, debugfs pcpu_next/fault/fail_upgrade/, armed by a stress line's
+ * faults=, see torture/control.c; fail-nth reaches it too), asked through
+ * pn_fault_hit().
+ *
+ * Statistics (struct lazy_counter_stats, lazy_counter_get_stats()).  The
+ * slow-path ones are always kept, one atomic each per event: upgrades,
+ * upgrade failures and races, live groups, per-CPU allocations, automatic
+ * triggers and upgrades, injected failures and misuse.  The one counted
+ * on an add path, redirects (remote adds that raced with a switch), is a
+ * fast-path statistic like SLUB_STATS's: counted per CPU by lazy_stat()
+ * only with CONFIG_PCPU_NEXT_STATS, read as 0 otherwise (Debian's stock
+ * kernels build without it, the test kernels with it).  Nothing asserts on
+ * it unless it is counted: the stress summary prints redirects=n/a, the
+ * KUnit suite checks the exact count only with the option (without it,
+ * that the field stays 0).  This component has no debugfs statistics
+ * file.
+ *
+ * Files.  This file is the library only.  It includes kernel headers, the
+ * public headers include/pcpu_next/{lazy_counter,counter_tree,pcpu_alloc}.h
+ * (the targets use the tree's and the allocator's public API only) and
+ * the module's private internal/core.h (pn_fault_hit(), the prototypes
+ * of lazy_counter_module_init() and _exit()) and internal/lazy_counter.h
+ * (what only the KUnit suites and the harness may call:
+ * lazy_counter_batch(), lazy_counter_read_slack(),
+ * lazy_counter_inject_failure(), and with KUnit lazy_counter_fold_cpu()
+ * and lazy_counter_expect_misuse()).  The KUnit suite is
+ * kunit/lazy_counter_kunit.c (also kunit/failnth_kunit.c); the stress and
+ * the bench, test=lazy of the debugfs control plane, are
+ * torture/lazy_counter_torture.c (CONFIG_PCPU_NEXT_TORTURE), which this
+ * file knows nothing of.
  */
 
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/atomic.h>
 #include <linux/cpu.h>
 #include <linux/cpuhotplug.h>
 #include <linux/cpumask.h>
-#include <linux/fault-inject.h>
+#include <linux/export.h>
 #include <linux/gfp.h>
-#include <linux/kthread.h>
+#include <linux/jiffies.h>
 #include <linux/list.h>
-#include <linux/module.h>
+#include <linux/log2.h>
 #include <linux/overflow.h>
 #include <linux/percpu.h>
 #include <linux/percpu_counter.h>
-#include <linux/preempt.h>
-#include <linux/sched.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
 #include <linux/spinlock.h>
@@ -244,10 +273,11 @@
 #include <kunit/visibility.h>
 
 #include <pcpu_next/counter_tree.h>
-#include "internal/core.h"
-#include "torture/torture.h"
 #include <pcpu_next/lazy_counter.h>
 #include <pcpu_next/pcpu_alloc.h>
+
+#include "internal/core.h"
+#include "internal/lazy_counter.h"
 
 /* See "Word sizes" above: @local and the remote word must hold an s64. */
 static_assert(BITS_PER_LONG == 64, "lazy_counter needs a 64-bit kernel");
@@ -330,6 +360,10 @@ static LIST_HEAD(lazy_flat_groups);
 
 static int lazy_hp_state = -1;
 
+/*
+ * Slow-path statistics, always kept: each is one atomic per upgrade,
+ * group release, trigger or misuse, never per add.
+ */
 static atomic_long_t lazy_stat_upgrades;
 static atomic_long_t lazy_stat_failures;
 static atomic_long_t lazy_stat_races;
@@ -337,22 +371,65 @@ static atomic_long_t lazy_stat_live;
 static atomic_long_t lazy_stat_pcpu_allocs;
 static atomic_long_t lazy_stat_auto_triggers;
 static atomic_long_t lazy_stat_auto_upgrades;
-static atomic_long_t lazy_stat_redirects;
 static atomic_long_t lazy_stat_injected;
 static atomic_long_t lazy_stat_misuse;
 
-/* Test hook: the n-th allocation step from now fails (0: none). */
+/*
+ * Fast-path statistics, CONFIG_PCPU_NEXT_STATS only (as SLUB_STATS):
+ * events of the add paths, counted per CPU with this_cpu_inc() (exact
+ * from any context but NMI) and summed over every possible CPU by
+ * lazy_counter_get_stats().  Without the option lazy_stat() is empty and
+ * the fields read 0.
+ */
+enum lazy_stat_item {
+	LAZY_STAT_REDIRECTS,	/* remote adds that hit a dead word */
+	NR_LAZY_STAT_ITEMS,
+};
+
+#ifdef CONFIG_PCPU_NEXT_STATS
+struct lazy_fast_stats {
+	unsigned long stat[NR_LAZY_STAT_ITEMS];
+};
+
+static DEFINE_PER_CPU(struct lazy_fast_stats, lazy_fast_stats);
+
+static u64 lazy_stat_sum(enum lazy_stat_item si)
+{
+	unsigned int cpu;
+	u64 sum = 0;
+
+	for_each_possible_cpu(cpu)
+		sum += READ_ONCE(per_cpu(lazy_fast_stats, cpu).stat[si]);
+	return sum;
+}
+#else
+static u64 lazy_stat_sum(enum lazy_stat_item si)
+{
+	return 0;
+}
+#endif
+
+static __always_inline void lazy_stat(enum lazy_stat_item si)
+{
+#ifdef CONFIG_PCPU_NEXT_STATS
+	this_cpu_inc(lazy_fast_stats.stat[si]);
+#endif
+}
+
+/*
+ * The upgrade's test hook, compiled only for its users (the KUnit suite
+ * and the harness): the n-th allocation step from now fails (0: none).
+ */
+#if IS_ENABLED(CONFIG_KUNIT) || IS_ENABLED(CONFIG_PCPU_NEXT_TORTURE)
 static atomic_t lazy_fail_countdown = ATOMIC_INIT(0);
 
-/* The countdown (KUnit, stress mode INJECT), then the fault_attr. */
-static bool lazy_should_fail(void)
+static bool lazy_countdown_hit(void)
 {
-	if (unlikely(atomic_read(&lazy_fail_countdown)) &&
-	    atomic_dec_if_positive(&lazy_fail_countdown) == 0) {
-		atomic_long_inc(&lazy_stat_injected);
-		return true;
-	}
-	return pn_fault_hit(PN_FAULT_UPGRADE);
+	if (likely(!atomic_read(&lazy_fail_countdown)) ||
+	    atomic_dec_if_positive(&lazy_fail_countdown) != 0)
+		return false;
+	atomic_long_inc(&lazy_stat_injected);
+	return true;
 }
 
 /**
@@ -360,13 +437,26 @@ static bool lazy_should_fail(void)
  * @nth: 1 fails the next allocation step, 2 the one after, ...; 0 clears.
  *	 An upgrade makes two steps: the group, then the per-CPU storage.
  *
- * Test hook for KUnit, not exported.
+ * Test hook for the KUnit suite and the stress's INJECT mode, not
+ * exported: whatever task makes the step fails, exactly once.
  *
  * Context: Any context.
  */
 void lazy_counter_inject_failure(unsigned int nth)
 {
 	atomic_set(&lazy_fail_countdown, nth);
+}
+#else
+static inline bool lazy_countdown_hit(void)
+{
+	return false;
+}
+#endif
+
+/* The countdown (KUnit, stress mode INJECT), then the fault_attr. */
+static bool lazy_should_fail(void)
+{
+	return lazy_countdown_hit() || pn_fault_hit(PN_FAULT_UPGRADE);
 }
 
 /*
@@ -392,6 +482,7 @@ static void lazy_pcpu_free(void __percpu *p)
 	pn_free_percpu(p);
 }
 
+#if IS_ENABLED(CONFIG_KUNIT)
 /* Test hook: misuses still expected (counted without the WARN). */
 static atomic_t lazy_misuse_budget = ATOMIC_INIT(0);
 
@@ -410,19 +501,30 @@ static atomic_t lazy_misuse_budget = ATOMIC_INIT(0);
  * that it made exactly the misuses it announced: lazy_counter_expect_misuse(0)
  * returns 0 then.
  */
-VISIBLE_IF_KUNIT __maybe_unused unsigned int
-lazy_counter_expect_misuse(unsigned int n)
+VISIBLE_IF_KUNIT unsigned int lazy_counter_expect_misuse(unsigned int n)
 {
 	return atomic_xchg(&lazy_misuse_budget, n);
 }
 EXPORT_SYMBOL_IF_KUNIT(lazy_counter_expect_misuse);
 
+/* Consume one announced misuse; true if there was one. */
+static bool lazy_misuse_expected(void)
+{
+	return unlikely(atomic_read(&lazy_misuse_budget)) &&
+	       atomic_dec_if_positive(&lazy_misuse_budget) >= 0;
+}
+#else
+static inline bool lazy_misuse_expected(void)
+{
+	return false;
+}
+#endif
+
 /* A destroyed counter was used (see Misuse above): count, WARN once. */
 static void lazy_misuse(const char *what)
 {
 	atomic_long_inc(&lazy_stat_misuse);
-	if (unlikely(atomic_read(&lazy_misuse_budget)) &&
-	    atomic_dec_if_positive(&lazy_misuse_budget) >= 0)
+	if (lazy_misuse_expected())
 		return;
 	WARN_ONCE(1, "lazy_counter: %s of a destroyed counter\n", what);
 }
@@ -725,14 +827,15 @@ EXPORT_SYMBOL_GPL(__lazy_counter_add_upgraded);
  * @c: the counter; its fetch-and-add returned a value with bit 0 set
  * @amount: signed amount
  *
- * The rare race of lazy_counter_add_remote() with the switch: counted, so
- * that stress runs show the path is taken, then added to the target.
+ * The rare race of lazy_counter_add_remote() with the switch: counted
+ * (with CONFIG_PCPU_NEXT_STATS), so that stress runs show the path is
+ * taken, then added to the target.
  *
  * Context: Any context except NMI.
  */
 void __lazy_counter_add_redirected(const struct lazy_counter *c, s64 amount)
 {
-	atomic_long_inc(&lazy_stat_redirects);
+	lazy_stat(LAZY_STAT_REDIRECTS);
 	__lazy_counter_add_upgraded(c, amount);
 }
 EXPORT_SYMBOL_GPL(__lazy_counter_add_redirected);
@@ -992,17 +1095,20 @@ void lazy_counter_auto_destroy(struct lazy_counter_auto *a)
 }
 EXPORT_SYMBOL_GPL(lazy_counter_auto_destroy);
 
+#if IS_ENABLED(CONFIG_KUNIT)
 /**
  * lazy_counter_fold_cpu() - run the CPU-dead fold for one counter's group
  * @c: an upgraded counter
  * @cpu: the CPU whose deltas are folded
  *
- * Test hook: what lazy_cpu_dead() does for @cpu, applied to the group of
- * @c only.  Correct only while nobody updates the group on @cpu.
+ * Test hook for KUnit only: what lazy_cpu_dead() does for @cpu, applied
+ * to the group of @c only.  Correct only while nobody updates the group
+ * on @cpu.
  *
  * Context: Any context except NMI.
  */
-void lazy_counter_fold_cpu(struct lazy_counter *c, unsigned int cpu)
+VISIBLE_IF_KUNIT void lazy_counter_fold_cpu(struct lazy_counter *c,
+					    unsigned int cpu)
 {
 	struct lazy_group *g;
 	unsigned int i;
@@ -1014,12 +1120,15 @@ void lazy_counter_fold_cpu(struct lazy_counter *c, unsigned int cpu)
 		if (g->slot[i].ops->fold_cpu)
 			g->slot[i].ops->fold_cpu(&g->slot[i], cpu);
 }
+EXPORT_SYMBOL_IF_KUNIT(lazy_counter_fold_cpu);
+#endif
 
 /**
  * lazy_counter_read_slack() - how far read() may be from sum() at rest
  * @c: the counter
  *
- * Test hook: 0 in lazy mode; the target's bound once upgraded.
+ * For the KUnit suites and the stress, not exported: 0 in lazy mode; the
+ * target's bound once upgraded.
  *
  * Context: Any context except NMI.
  * Return: the largest |lazy_counter_read() - lazy_counter_sum()| at
@@ -1039,6 +1148,10 @@ u64 lazy_counter_read_slack(const struct lazy_counter *c)
  * lazy_counter_get_stats() - snapshot of the module-wide statistics
  * @st: filled in
  *
+ * Each field is read on its own (no snapshot across fields); at
+ * quiescence they are exact.  The fast-path ones (@st->redirects) read 0
+ * without CONFIG_PCPU_NEXT_STATS.
+ *
  * Context: Any context.
  */
 void lazy_counter_get_stats(struct lazy_counter_stats *st)
@@ -1051,13 +1164,15 @@ void lazy_counter_get_stats(struct lazy_counter_stats *st)
 	st->pcpu_allocs = atomic_long_read(&lazy_stat_pcpu_allocs);
 	st->auto_triggers = atomic_long_read(&lazy_stat_auto_triggers);
 	st->auto_upgrades = atomic_long_read(&lazy_stat_auto_upgrades);
-	st->redirects = atomic_long_read(&lazy_stat_redirects);
+	st->redirects = lazy_stat_sum(LAZY_STAT_REDIRECTS);
 	st->misuse = atomic_long_read(&lazy_stat_misuse);
 }
 EXPORT_SYMBOL_GPL(lazy_counter_get_stats);
 
 /**
  * lazy_counter_module_init() - register the flat target's hotplug callback
+ *
+ * Called by the module core (main.c) after pn_alloc_init().
  *
  * Context: Module init, may sleep.
  * Return: 0 or -errno.
@@ -1089,576 +1204,3 @@ void lazy_counter_module_exit(void)
 	lazy_hp_state = -1;
 	WARN_ON(!list_empty(&lazy_flat_groups));
 }
-
-/* ---- stress: test=lazy --------------------------------------------------- */
-
-#define LAZY_ST_NR		4	/* counters per simulated process */
-#define LAZY_ST_ROUND_MS	250	/* lifetime of one generation of processes */
-
-enum lazy_st_upgrade {
-	LAZY_ST_NEVER,		/* stays lazy; destroyed in lazy mode */
-	LAZY_ST_OWNER,		/* the owner upgrades */
-	LAZY_ST_REMOTE,		/* a remote thread upgrades */
-	LAZY_ST_BOTH,		/* owner and a remote thread race to upgrade */
-	LAZY_ST_INJECT,		/* the owner's first attempt fails (injected) */
-	LAZY_ST_AUTO,		/* remote adds go through the rate trigger */
-	LAZY_ST_NR_MODES,
-};
-
-/**
- * struct lazy_st_proc - one simulated process
- * @c: its counters (an rss_stat-like array)
- * @init: their initial values
- * @mode: who upgrades, and how
- * @target: what it is upgraded to
- * @upgrade_ns: when (ktime) the upgrade is due
- * @done: an upgrade returned 0 (set by whoever did it)
- * @autoup: automatic-upgrade state (LAZY_ST_AUTO)
- */
-struct lazy_st_proc {
-	struct lazy_counter c[LAZY_ST_NR];
-	struct lazy_counter_auto autoup;
-	s64 init[LAZY_ST_NR];
-	enum lazy_st_upgrade mode;
-	enum lazy_counter_target target;
-	u64 upgrade_ns;
-	bool done;
-};
-
-/**
- * struct lazy_st - one stress round
- * @procs: the processes
- * @nproc: their number
- * @ref: per worker, per counter: what that worker added (private)
- * @ops: per worker: updates done (private)
- * @seed: round seed
- * @bad_ret: first unexpected upgrade return value (0: none)
- * @failures: upgrades that returned -ENOMEM
- */
-struct lazy_st {
-	struct lazy_st_proc *procs;
-	unsigned int nproc;
-	s64 (*ref)[LAZY_ST_NR];
-	u64 *ops;
-	u64 seed;
-	atomic_t bad_ret;
-	atomic_t failures;
-};
-
-static s64 lazy_st_amount(u64 *rnd)
-{
-	u32 r = pn_rand_state(rnd);
-
-	if (!(r & 63))		/* now and then a large one, either sign */
-		return (r & 64 ? -1LL : 1LL) * ((s64)pn_rand_state(rnd) << 8);
-	return (s64)(r % 17) - 8;
-}
-
-static void lazy_st_try_upgrade(struct lazy_st *st, struct lazy_st_proc *p,
-				bool inject)
-{
-	int ret;
-
-	if (inject)
-		lazy_counter_inject_failure(1 + (pn_rand_state(&st->seed) & 1));
-	ret = lazy_counter_upgrade_many(p->c, LAZY_ST_NR, p->target,
-					GFP_KERNEL);
-	if (inject)
-		lazy_counter_inject_failure(0);
-	if (!ret)
-		WRITE_ONCE(p->done, true);
-	else if (ret == -ENOMEM)
-		atomic_inc(&st->failures);
-	else
-		atomic_cmpxchg(&st->bad_ret, 0, ret);
-}
-
-/*
- * Worker idx < nproc owns process idx and updates it with add_local; the
- * others update process (idx - nproc) % nproc with add_remote.  The first
- * remote thread of a process is its remote upgrader.
- */
-static int lazy_st_worker(struct pn_run *run, unsigned int idx, void *arg)
-{
-	struct lazy_st *st = arg;
-	bool owner = idx < st->nproc;
-	unsigned int pi = owner ? idx : (idx - st->nproc) % st->nproc;
-	struct lazy_st_proc *p = &st->procs[pi];
-	bool upgrader, tried_inject = false;
-	u64 rnd = st->seed ^ ((u64)idx << 32 | 0x5bd1e995);
-	s64 *ref = st->ref[idx];
-	u64 n = 0;
-
-	switch (p->mode) {
-	case LAZY_ST_OWNER:
-	case LAZY_ST_INJECT:
-		upgrader = owner;
-		break;
-	case LAZY_ST_REMOTE:
-		upgrader = idx == st->nproc + pi;
-		break;
-	case LAZY_ST_BOTH:
-		upgrader = owner || idx == st->nproc + pi;
-		break;
-	default:
-		upgrader = false;
-	}
-
-	while (!pn_should_stop(run)) {
-		unsigned int i = pn_rand_state(&rnd) % LAZY_ST_NR;
-		s64 v = lazy_st_amount(&rnd);
-
-		if (owner)
-			lazy_counter_add_local(&p->c[i], v);
-		else if (p->mode == LAZY_ST_AUTO)
-			lazy_counter_add_remote_auto(&p->autoup, i, v);
-		else
-			lazy_counter_add_remote(&p->c[i], v);
-		ref[i] += v;
-		if (!(++n & 63)) {
-			if (upgrader && !READ_ONCE(p->done) &&
-			    ktime_get_ns() >= p->upgrade_ns) {
-				bool inject = p->mode == LAZY_ST_INJECT &&
-					      !tried_inject;
-
-				tried_inject = true;
-				lazy_st_try_upgrade(st, p, inject);
-			}
-			cond_resched();
-		}
-	}
-	st->ops[idx] = n;
-	return 0;
-}
-
-/* Check every counter of every process at quiescence; 0 or -EIO. */
-static int lazy_st_check(struct pn_run *run, struct lazy_st *st,
-			 unsigned int nthreads)
-{
-	unsigned int pi, i, t;
-
-	for (pi = 0; pi < st->nproc; pi++) {
-		struct lazy_st_proc *p = &st->procs[pi];
-
-		for (i = 0; i < LAZY_ST_NR; i++) {
-			struct lazy_counter *c = &p->c[i];
-			s64 expect = p->init[i], sum, rd;
-
-			for (t = 0; t < nthreads; t++) {
-				unsigned int tp = t < st->nproc ? t :
-						  (t - st->nproc) % st->nproc;
-
-				if (tp == pi)
-					expect += st->ref[t][i];
-			}
-			sum = lazy_counter_sum(c);
-			rd = lazy_counter_read(c);
-			if (sum != expect || lazy_counter_sum_local(c) != expect) {
-				pn_fail(run, "proc%u.ctr%u:sum=%lld,expect=%lld,mode=%d,target=%d",
-					pi, i, sum, expect, p->mode, p->target);
-				return -EIO;
-			}
-			if (abs(rd - sum) > lazy_counter_read_slack(c)) {
-				pn_fail(run, "proc%u.ctr%u:read=%lld,sum=%lld",
-					pi, i, rd, sum);
-				return -EIO;
-			}
-			if (p->mode != LAZY_ST_AUTO &&
-			    lazy_counter_is_lazy(c) == READ_ONCE(p->done)) {
-				pn_fail(run, "proc%u.ctr%u:lazy=%d,upgraded=%d",
-					pi, i, lazy_counter_is_lazy(c), p->done);
-				return -EIO;
-			}
-		}
-	}
-	return 0;
-}
-
-static int lazy_stress(struct pn_run *run)
-{
-	unsigned int nthreads = max(run->p.threads, 2U);
-	unsigned int round_ms = min(run->p.duration_ms, LAZY_ST_ROUND_MS);
-	unsigned int rounds = max(run->p.duration_ms / round_ms, 1U);
-	struct lazy_counter_stats st0, st1;
-	unsigned int r, pi, i, upgraded = 0;
-	struct lazy_st st = {};
-	u64 ops = 0, injected = 0;
-	int ret = 0;
-
-	st.nproc = run->p.objects ? : max(nthreads / 4, 1U);
-	st.nproc = min(st.nproc, nthreads - 1);
-	nthreads = max(nthreads, 2 * st.nproc);
-	st.procs = kcalloc(st.nproc, sizeof(*st.procs), GFP_KERNEL);
-	st.ref = kcalloc(nthreads, sizeof(*st.ref), GFP_KERNEL);
-	st.ops = kcalloc(nthreads, sizeof(*st.ops), GFP_KERNEL);
-	if (!st.procs || !st.ref || !st.ops) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	lazy_counter_get_stats(&st0);
-
-	/*
-	 * faults=N: upgrade steps and chunk creations fail at random for
-	 * the whole run (should_fail() on lazy_fail_upgrade and
-	 * pn_fail_chunk; the rounds' setup and checks allocate nothing).
-	 */
-	pn_fault_arm(run);
-	for (r = 0; r < rounds && !ret; r++) {
-		u64 now = ktime_get_ns();
-
-		st.seed = (u64)pn_rand(run) << 32 | pn_rand(run);
-		memset(st.ref, 0, nthreads * sizeof(*st.ref));
-		for (pi = 0; pi < st.nproc; pi++) {
-			struct lazy_st_proc *p = &st.procs[pi];
-
-			p->init[0] = (s64)pn_rand(run) - (1LL << 31);
-			for (i = 1; i < LAZY_ST_NR; i++)
-				p->init[i] = p->init[0];
-			lazy_counter_init_many(p->c, p->init[0], LAZY_ST_NR);
-			p->target = pn_rand(run) % LAZY_COUNTER_NR_TARGETS;
-			lazy_counter_auto_init(&p->autoup, p->c, LAZY_ST_NR,
-					       p->target, 2000);
-			p->mode = pn_rand(run) % LAZY_ST_NR_MODES;
-			p->upgrade_ns = now + (u64)(pn_rand(run) % round_ms) *
-					      NSEC_PER_MSEC;
-			p->done = false;
-		}
-		ret = pn_run_threads(run, nthreads, run->p.pin, round_ms,
-				     lazy_st_worker, &st);
-		for (pi = 0; pi < st.nproc; pi++)	/* quiesce auto upgrades */
-			flush_work(&st.procs[pi].autoup.work);
-		if (!ret && atomic_read(&st.bad_ret)) {
-			pn_fail(run, "upgrade_ret=%d", atomic_read(&st.bad_ret));
-			ret = -EIO;
-		}
-		if (!ret)
-			ret = lazy_st_check(run, &st, nthreads);
-		for (i = 0; i < nthreads; i++)
-			ops += st.ops[i];
-		for (pi = 0; pi < st.nproc; pi++) {
-			upgraded += !lazy_counter_is_lazy(st.procs[pi].c);
-			lazy_counter_auto_destroy(&st.procs[pi].autoup);
-		}
-	}
-	pn_fault_disarm(run);	/* workers stopped, auto-upgrade work flushed */
-	if (run->p.faults)
-		injected = pn_fault_injected(PN_FAULT_UPGRADE) +
-			   pn_fault_injected(PN_FAULT_CHUNK);
-	lazy_counter_get_stats(&st1);
-	injected += st1.injected - st0.injected;
-	pn_printf(run, "rounds=%u procs=%u ops=%llu upgraded=%u ", r, st.nproc,
-		  ops, upgraded);
-	pn_printf(run, "redirects=%llu auto=%llu upgrades=%llu races=%llu failures=%llu ",
-		  st1.redirects - st0.redirects,
-		  st1.auto_upgrades - st0.auto_upgrades,
-		  st1.upgrades - st0.upgrades,
-		  st1.upgrade_races - st0.upgrade_races,
-		  st1.upgrade_failures - st0.upgrade_failures);
-	/*
-	 * Every injected failure (faults= window, or the INJECT mode's
-	 * countdown) failed exactly one upgrade, and nothing else did: an
-	 * upgrade stops at its first failed step, and these runs have no
-	 * real allocation failures.  The counters stayed exact (checked
-	 * per round above) and lazy wherever the upgrade failed.
-	 */
-	if (!ret && st1.upgrade_failures - st0.upgrade_failures != injected) {
-		pn_fail(run, "upgrade_failures=%llu,injected=%llu",
-			st1.upgrade_failures - st0.upgrade_failures, injected);
-		ret = -EIO;
-	}
-	if (!ret && st1.live_groups != st0.live_groups) {
-		pn_fail(run, "live_groups=%llu,before=%llu", st1.live_groups,
-			st0.live_groups);
-		ret = -EIO;
-	}
-out:
-	kfree(st.ops);
-	kfree(st.ref);
-	kfree(st.procs);
-	return ret == -EIO ? 0 : ret;	/* -EIO was reported by pn_fail() */
-}
-
-/* ---- bench: test=lazy ---------------------------------------------------- */
-
-enum lazy_bench_op {
-	LB_LAZY_LIFE,		/* init_many + destroy_many, lazy */
-	LB_PCPU_LIFE,		/* percpu_counter_init_many + destroy_many */
-	LB_UPGRADE_LIFE,	/* init_many + upgrade_many + destroy_many */
-	LB_ADD_LOCAL,		/* add_local on the worker's own counter */
-	LB_PCPU_ADD,		/* percpu_counter_add on the worker's own */
-	LB_ADD_REMOTE,		/* add_remote on one shared counter */
-	LB_ATOMIC_ADD,		/* atomic_long_add on one shared word */
-	LB_PCPU_ADD_SHARED,	/* percpu_counter_add on one shared counter */
-};
-
-/**
- * struct lazy_bench - one bench phase
- * @op: what the workers do
- * @nr: counters per init/destroy
- * @target: upgrade target of the phase
- * @own: per worker, its own lazy counter
- * @own_pc: per worker, its own percpu_counter
- * @shared: the shared lazy counter
- * @shared_atomic: the shared atomic word
- * @shared_pc: the shared percpu_counter
- * @ops: per worker, operations done
- * @remote_ops: add_remote() calls made on @shared, all phases
- * @err: first error of a worker
- */
-struct lazy_bench {
-	enum lazy_bench_op op;
-	unsigned int nr;
-	enum lazy_counter_target target;
-	struct lazy_counter *own;
-	struct percpu_counter *own_pc;
-	struct lazy_counter shared;
-	atomic_long_t shared_atomic;
-	struct percpu_counter shared_pc;
-	u64 *ops;
-	u64 remote_ops;
-	atomic_t err;
-};
-
-#define LB_MAX_NR	4
-#define LB_LIVES	16	/* lifetimes per loop turn */
-#define LB_SLICES	4	/* a pair alternates this many times */
-
-static int lazy_bench_life(struct lazy_bench *b, unsigned int idx)
-{
-	struct lazy_counter lc[LB_MAX_NR];
-	struct percpu_counter pc[LB_MAX_NR];
-	int ret;
-
-	switch (b->op) {
-	case LB_LAZY_LIFE:
-		lazy_counter_init_many(lc, idx, b->nr);
-		barrier_data(lc);	/* keep the stores: they are the cost */
-		lazy_counter_destroy_many(lc, b->nr);
-		return 0;
-	case LB_UPGRADE_LIFE:
-		lazy_counter_init_many(lc, idx, b->nr);
-		ret = lazy_counter_upgrade_many(lc, b->nr, b->target,
-						GFP_KERNEL);
-		lazy_counter_destroy_many(lc, b->nr);
-		return ret;
-	default:
-		ret = percpu_counter_init_many(pc, idx, GFP_KERNEL, b->nr);
-		if (!ret)
-			percpu_counter_destroy_many(pc, b->nr);
-		return ret;
-	}
-}
-
-static int lazy_bench_worker(struct pn_run *run, unsigned int idx, void *arg)
-{
-	struct lazy_bench *b = arg;
-	u64 n = 0;
-	int ret = 0, k;
-
-	while (!pn_should_stop(run) && !ret) {
-		switch (b->op) {
-		case LB_LAZY_LIFE:
-		case LB_PCPU_LIFE:
-		case LB_UPGRADE_LIFE:
-			for (k = 0; k < LB_LIVES && !ret; k++)
-				ret = lazy_bench_life(b, idx);
-			n += LB_LIVES;
-			break;
-		case LB_ADD_LOCAL:
-			for (k = 0; k < 256; k++)
-				lazy_counter_add_local(&b->own[idx], 1);
-			n += 256;
-			break;
-		case LB_PCPU_ADD:
-			for (k = 0; k < 256; k++)
-				percpu_counter_add(&b->own_pc[idx], 1);
-			n += 256;
-			break;
-		case LB_ADD_REMOTE:
-			for (k = 0; k < 256; k++)
-				lazy_counter_add_remote(&b->shared, 1);
-			n += 256;
-			break;
-		case LB_ATOMIC_ADD:
-			for (k = 0; k < 256; k++)
-				atomic_long_add(1, &b->shared_atomic);
-			n += 256;
-			break;
-		case LB_PCPU_ADD_SHARED:
-			for (k = 0; k < 256; k++)
-				percpu_counter_add(&b->shared_pc, 1);
-			n += 256;
-			break;
-		}
-		cond_resched();
-	}
-	b->ops[idx] = n;
-	if (ret)
-		atomic_cmpxchg(&b->err, 0, ret);
-	return 0;
-}
-
-/* One phase: returns operations done; adds the phase's wall time to *ns. */
-static u64 lazy_bench_phase(struct pn_run *run, struct lazy_bench *b,
-			    enum lazy_bench_op op, unsigned int threads,
-			    u64 *ns, int *ret)
-{
-	unsigned int i;
-	u64 total = 0;
-
-	if (*ret)
-		return 0;
-	b->op = op;
-	memset(b->ops, 0, threads * sizeof(*b->ops));
-	*ret = pn_run_threads(run, threads, run->p.pin,
-			      max(run->p.duration_ms / LB_SLICES, 10U),
-			      lazy_bench_worker, b);
-	if (!*ret)
-		*ret = atomic_read(&b->err);
-	*ns += run->phase_ns;
-	for (i = 0; i < threads; i++)
-		total += b->ops[i];
-	if (op == LB_ADD_REMOTE)
-		b->remote_ops += total;
-	return total;
-}
-
-static void lazy_bench_pair(struct pn_run *run, struct lazy_bench *b,
-			    unsigned int threads, const char *name,
-			    enum lazy_bench_op op, const char *base_name,
-			    enum lazy_bench_op base_op, int *ret)
-{
-	u64 ops = 0, ns = 0, base_ops = 0, base_ns = 0;
-	unsigned int i;
-
-	/* Alternate the two, so that a slow spell of the host hits both. */
-	for (i = 0; i < LB_SLICES; i++) {
-		ops += lazy_bench_phase(run, b, op, threads, &ns, ret);
-		base_ops += lazy_bench_phase(run, b, base_op, threads,
-					     &base_ns, ret);
-	}
-	if (!*ret)
-		pn_bench_row(run, name, ops, ns, base_name, base_ops, base_ns);
-}
-
-static int lazy_bench(struct pn_run *run)
-{
-	unsigned int threads = run->p.threads, i, pcs = 0;
-	struct lazy_bench *b;
-	int ret = 0;
-	s64 expect;
-
-	b = kzalloc(sizeof(*b), GFP_KERNEL);
-	if (!b)
-		return -ENOMEM;
-	b->ops = kcalloc(threads, sizeof(*b->ops), GFP_KERNEL);
-	b->own = kcalloc(threads, sizeof(*b->own), GFP_KERNEL);
-	b->own_pc = kcalloc(threads, sizeof(*b->own_pc), GFP_KERNEL);
-	if (!b->ops || !b->own || !b->own_pc) {
-		ret = -ENOMEM;
-		goto out_free;
-	}
-	ret = percpu_counter_init(&b->shared_pc, 0, GFP_KERNEL);
-	if (ret)
-		goto out_free;
-	for (pcs = 0; pcs < threads; pcs++) {
-		ret = percpu_counter_init(&b->own_pc[pcs], 0, GFP_KERNEL);
-		if (ret)
-			goto out;
-	}
-
-	/* Lifetime of 1 and 4 counters; one thread, the allocation cost. */
-	b->nr = 1;
-	lazy_bench_pair(run, b, 1, "lazy init+destroy x1", LB_LAZY_LIFE,
-			"percpu_counter init+destroy x1", LB_PCPU_LIFE, &ret);
-	b->nr = 4;
-	lazy_bench_pair(run, b, 1, "lazy init+destroy x4", LB_LAZY_LIFE,
-			"percpu_counter init+destroy x4", LB_PCPU_LIFE, &ret);
-	b->target = LAZY_COUNTER_FLAT;
-	lazy_bench_pair(run, b, 1, "init+upgrade(flat)+destroy x4",
-			LB_UPGRADE_LIFE, "percpu_counter init+destroy x4",
-			LB_PCPU_LIFE, &ret);
-	b->target = LAZY_COUNTER_TREE;
-	lazy_bench_pair(run, b, 1, "init+upgrade(tree)+destroy x4",
-			LB_UPGRADE_LIFE, "percpu_counter init+destroy x4",
-			LB_PCPU_LIFE, &ret);
-
-	/* add_local: each worker its own counter, lazy then upgraded. */
-	lazy_counter_init_many(b->own, 0, threads);
-	lazy_bench_pair(run, b, threads, "add_local (lazy)", LB_ADD_LOCAL,
-			"percpu_counter_add (own)", LB_PCPU_ADD, &ret);
-	for (i = 0; i < threads && !ret; i++)
-		ret = lazy_counter_upgrade_many(&b->own[i], 1,
-						LAZY_COUNTER_FLAT, GFP_KERNEL);
-	lazy_bench_pair(run, b, threads, "add_local (flat)", LB_ADD_LOCAL,
-			"percpu_counter_add (own)", LB_PCPU_ADD, &ret);
-	for (i = 0; i < threads; i++) {
-		lazy_counter_destroy_many(&b->own[i], 1);
-		lazy_counter_init_many(&b->own[i], 0, 1);
-		if (!ret)
-			ret = lazy_counter_upgrade_many(&b->own[i], 1,
-							LAZY_COUNTER_TREE,
-							GFP_KERNEL);
-	}
-	lazy_bench_pair(run, b, threads, "add_local (tree)", LB_ADD_LOCAL,
-			"percpu_counter_add (own)", LB_PCPU_ADD, &ret);
-
-	/* add_remote: every worker on one shared counter. */
-	lazy_counter_init_many(&b->shared, 0, 1);
-	atomic_long_set(&b->shared_atomic, 0);
-	lazy_bench_pair(run, b, threads, "add_remote (lazy, shared)",
-			LB_ADD_REMOTE, "atomic_long_add (shared)",
-			LB_ATOMIC_ADD, &ret);
-	if (!ret)
-		ret = lazy_counter_upgrade_many(&b->shared, 1,
-						LAZY_COUNTER_FLAT, GFP_KERNEL);
-	lazy_bench_pair(run, b, threads, "add_remote (flat, shared)",
-			LB_ADD_REMOTE, "atomic_long_add (shared)",
-			LB_ATOMIC_ADD, &ret);
-	lazy_bench_pair(run, b, threads, "add_remote (flat, shared)",
-			LB_ADD_REMOTE, "percpu_counter_add (shared)",
-			LB_PCPU_ADD_SHARED, &ret);
-
-	/* The bench doubles as a check: no add_remote() was lost. */
-	if (!ret) {
-		expect = b->remote_ops;
-		if (lazy_counter_sum(&b->shared) != expect)
-			pn_fail(run, "shared_sum=%lld,expect=%lld",
-				lazy_counter_sum(&b->shared), expect);
-	}
-	lazy_counter_destroy_many(&b->shared, 1);
-
-	lazy_counter_init_many(&b->shared, 0, 1);
-	b->remote_ops = 0;
-	if (!ret)
-		ret = lazy_counter_upgrade_many(&b->shared, 1,
-						LAZY_COUNTER_TREE, GFP_KERNEL);
-	lazy_bench_pair(run, b, threads, "add_remote (tree, shared)",
-			LB_ADD_REMOTE, "atomic_long_add (shared)",
-			LB_ATOMIC_ADD, &ret);
-	if (!ret && lazy_counter_sum(&b->shared) != b->remote_ops)
-		pn_fail(run, "tree_shared_sum=%lld,expect=%llu",
-			lazy_counter_sum(&b->shared), b->remote_ops);
-	lazy_counter_destroy_many(&b->shared, 1);
-	for (i = 0; i < threads; i++)
-		lazy_counter_destroy_many(&b->own[i], 1);
-out:
-	while (pcs--)
-		percpu_counter_destroy(&b->own_pc[pcs]);
-	percpu_counter_destroy(&b->shared_pc);
-out_free:
-	kfree(b->own_pc);
-	kfree(b->own);
-	kfree(b->ops);
-	kfree(b);
-	return ret;
-}
-
-const struct pn_test pn_lazy_test = {
-	.name = "lazy",
-	.desc = "lazy counters: owner + remote threads, upgrade at a random moment, sums exact",
-	.def_duration_ms = 1000,
-	.stress = lazy_stress,
-	.bench = lazy_bench,
-	.faults = true,
-};

@@ -13,6 +13,11 @@
  * updater.
  * See lazy_counter.c for the design, the encoding and the ordering
  * argument.  64-bit kernels only (see "Word sizes" there).
+ *
+ * This is the API for client modules.  The double-underscore helpers are
+ * the out-of-line halves of the inline functions, not for direct use.
+ * What only the module's KUnit suites and test harness use is in the
+ * module's private internal/lazy_counter.h.
  */
 #ifndef _PCPU_NEXT_LAZY_COUNTER_H
 #define _PCPU_NEXT_LAZY_COUNTER_H
@@ -51,7 +56,12 @@ struct lazy_counter {
 	struct lazy_slot *slot;
 };
 
-/* Bit 0 of @state: set once the counter was switched (or destroyed). */
+/**
+ * define LAZY_COUNTER_UPGRADED - bit 0 of lazy_counter.state
+ *
+ * Clear in lazy mode; set once the counter was switched to per-CPU
+ * storage, or destroyed.
+ */
 #define LAZY_COUNTER_UPGRADED	1L
 
 /**
@@ -70,18 +80,41 @@ enum lazy_counter_target {
 	LAZY_COUNTER_NR_TARGETS,
 };
 
-/* Remote totals are kept shifted left by one in a long (bit 0 clear). */
+/**
+ * define LAZY_COUNTER_REMOTE_MAX - largest remote total in lazy mode
+ *
+ * Remote totals are kept shifted left by one in a long (bit 0 clear), so
+ * in lazy mode the total of lazy_counter_add_remote() amounts must stay
+ * within [LAZY_COUNTER_REMOTE_MIN, LAZY_COUNTER_REMOTE_MAX].
+ */
 #define LAZY_COUNTER_REMOTE_MAX	(LONG_MAX >> 1)
+/**
+ * define LAZY_COUNTER_REMOTE_MIN - smallest remote total in lazy mode
+ */
 #define LAZY_COUNTER_REMOTE_MIN	(LONG_MIN >> 1)
 
+/**
+ * __lazy_counter_encode() - a remote total as lazy_counter.state holds it
+ * @remote: the total, within [LAZY_COUNTER_REMOTE_MIN, _MAX]
+ *
+ * Context: Any context.
+ * Return: @remote shifted left by one (bit 0 clear: lazy mode).
+ */
 static inline long __lazy_counter_encode(long remote)
 {
 	return (long)((unsigned long)remote << 1);
 }
 
+/**
+ * __lazy_counter_decode() - the remote total held in a lazy state word
+ * @state: a value of lazy_counter.state with bit 0 clear
+ *
+ * Context: Any context.
+ * Return: the remote total (arithmetic shift: the sign is kept).
+ */
 static inline long __lazy_counter_decode(long state)
 {
-	return state >> 1;	/* arithmetic shift: keeps the sign */
+	return state >> 1;
 }
 
 void __lazy_counter_add_upgraded(const struct lazy_counter *c, s64 amount);
@@ -89,7 +122,16 @@ void __lazy_counter_add_redirected(const struct lazy_counter *c, s64 amount);
 s64 __lazy_counter_read_upgraded(const struct lazy_counter *c);
 s64 __lazy_counter_sum_upgraded(const struct lazy_counter *c);
 
-/* Acquire: a set bit 0 makes @c->slot and the slot's contents visible. */
+/**
+ * __lazy_counter_state() - load a counter's state word
+ * @c: the counter
+ *
+ * With acquire: a set bit 0 makes @c->slot and the slot's contents
+ * visible.
+ *
+ * Context: Any context.
+ * Return: the state word.
+ */
 static inline long __lazy_counter_state(const struct lazy_counter *c)
 {
 	return atomic_long_read_acquire(&c->state);
@@ -136,7 +178,14 @@ static inline void lazy_counter_init_many(struct lazy_counter *c, s64 amount,
 	}
 }
 
-/* The destroyed state: value 0, bit 0 set, no slot. */
+/**
+ * __lazy_counter_mark_destroyed() - put a counter in the destroyed state
+ * @c: the counter, no longer used by anyone
+ *
+ * Value 0, bit 0 set, no slot (see lazy_counter_destroy_many()).
+ *
+ * Context: Any context.
+ */
 static inline void __lazy_counter_mark_destroyed(struct lazy_counter *c)
 {
 	WRITE_ONCE(c->local, 0);
@@ -375,10 +424,15 @@ static inline void lazy_counter_add_remote_auto(struct lazy_counter_auto *a,
  * @auto_triggers: automatic upgrades queued (rate threshold crossed)
  * @auto_upgrades: automatic upgrade work items whose upgrade call returned 0
  *		   (won, or found the array already claimed)
- * @redirects: remote adds that raced with a switch and were redirected
- * @injected: allocation steps failed by lazy_counter_inject_failure()
+ * @redirects: remote adds that raced with a switch and were redirected;
+ *	       a fast-path statistic, counted only with
+ *	       CONFIG_PCPU_NEXT_STATS (0 without)
+ * @injected: allocation steps failed by the module's test hook (its KUnit
+ *	      suite and stress only; fault_attr failures are not counted here)
  * @misuse: adds, reads and upgrades of destroyed counters (dropped, 0,
  *	    -EINVAL); the first one of a boot also WARNs
+ *
+ * All fields but @redirects are slow-path counts, always kept.
  */
 struct lazy_counter_stats {
 	u64 upgrades;
@@ -394,21 +448,5 @@ struct lazy_counter_stats {
 };
 
 void lazy_counter_get_stats(struct lazy_counter_stats *st);
-
-/* Module internals (not exported): setup, teardown and test hooks. */
-int lazy_counter_module_init(void);
-void lazy_counter_module_exit(void);
-void lazy_counter_inject_failure(unsigned int nth);
-void lazy_counter_fold_cpu(struct lazy_counter *c, unsigned int cpu);
-u64 lazy_counter_read_slack(const struct lazy_counter *c);
-long lazy_counter_batch(void);
-
-#if IS_ENABLED(CONFIG_KUNIT)
-/*
- * Test-only, not API: the next @n uses of destroyed counters are counted
- * without the WARN; returns what was left of the previous budget.
- */
-unsigned int lazy_counter_expect_misuse(unsigned int n);
-#endif
 
 #endif /* _PCPU_NEXT_LAZY_COUNTER_H */
