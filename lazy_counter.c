@@ -74,9 +74,11 @@
  *       race on cmpxchg(c[0].slot, NULL, ...); the loser frees its
  *       unpublished group and returns 0.  Only the winner writes the other
  *       counters' @slot and switches any counter.
- *  (I5) A flat group is on lazy_flat_groups from before its first switch
- *       until destroy, so the CPU-dead callback folds every per-CPU delta
- *       that could exist.
+ *  (I5) A flat target's per-CPU delta is never moved by hotplug: an
+ *       offline CPU keeps its delta in place and exact sums read every
+ *       CPU ever brought up (pn_cpus_seen, internal/core.h), so there is
+ *       no CPU-dead callback, no list of groups and no global lock on
+ *       upgrade or destroy.
  *
  * Memory ordering.  Lossless remote updates: in lazy mode every
  * add_remote() is a fetch_add on @state and the switch is an xchg on
@@ -122,15 +124,15 @@
  * doubles as the tagged remote count, switched by xchg and with the local
  * count becoming the central count): here the owner's word stays separate
  * and summed (I1), so upgrades need not be run by the owner; remote adds
- * are fetch-and-add, not a cmpxchg loop; the flat target keeps its own
- * hotplug list instead of the kernel's unexported one.
+ * are fetch-and-add, not a cmpxchg loop; the flat target needs no
+ * hotplug list at all (the kernel's is not exported; I5).
  *
  * Locking.
- *  - lazy_flat_lock (spinlock, irqsave) protects lazy_flat_groups, the
- *    list of flat groups that the CPU-dead callback walks.
+ *  - No global lock: upgrade and destroy of one array touch only that
+ *    array and the allocators (I5).
  *  - slot->flat.lock (raw spinlock, irqsave) protects slot->flat.count and
- *    serialises folding of per-CPU deltas into it (batch overflow in add,
- *    CPU-dead fold) against exact sums.  Nests inside lazy_flat_lock.
+ *    serialises folding of per-CPU deltas into it (batch overflow in add)
+ *    against exact sums.
  *  - Upgrades of one array are serialised by I4, not by a lock.  Destroy
  *    requires that nobody else uses the array any more.
  *
@@ -140,9 +142,9 @@
  * spinlock_t from its magazines, depot, chunks and reserve, else from
  * __alloc_percpu_gfp(gfp) (the kernel's atomic path: pcpu_lock, a
  * spinlock_t, no mutex), and kicks its refill work with queue_work();
- * for the tree, one more kzalloc(gfp); the flat target's lazy_flat_lock
- * (spinlock_t); the switch (an xchg and a release store with interrupts
- * off); nothing waits for another CPU.  A losing or failing upgrade frees
+ * for the tree, one more kzalloc(gfp); no global lock; the switch (an
+ * xchg and a release store with interrupts off); nothing waits for
+ * another CPU.  A losing or failing upgrade frees
  * through the same locks (pn_free_percpu(), which may end in
  * free_percpu(); kfree()).  So the upgrade runs wherever a spinlock_t may
  * be taken and kmalloc(gfp) called:
@@ -185,20 +187,23 @@
  * (any but NMI, raw_spinlock_t and interrupts-off sections included); it
  * exists only on kernels with KUnit, elsewhere a misuse always WARNs once.
  *
- * CPU hotplug.  The kernel's list of percpu_counters is not exported, so
- * the flat target has its own dead-CPU callback (a dynamic state in the
- * BP prepare section, run on a control CPU after the CPU died) that folds
- * the dead CPU's deltas into each count.  Exact sums visit online and
- * dying CPUs, as percpu_counter does.
+ * CPU hotplug.  percpu_counter folds a dead CPU's delta into the count
+ * from a hotplug callback that walks every counter on a global list under
+ * a global lock (percpu_counters_lock, taken by every init and destroy:
+ * the fork/exit serialisation this work exists to remove; the list is not
+ * exported either).  The flat target does neither: a dead CPU keeps its
+ * delta, and exact sums visit every CPU ever brought up (pn_cpus_seen),
+ * which on a machine whose possible CPUs never all come up is the online
+ * set plus the CPUs that went offline, never the whole possible range.
  *
  * Targets.  An upgrade target is a struct lazy_target_ops: setup/teardown
- * of a group's storage and add/read/sum/fold/slack of one slot, chosen per
+ * of a group's storage and add/read/sum/slack of one slot, chosen per
  * array at upgrade time.  The flat target is called directly on the hot
  * path; other targets through the table.  The tree target
  * (LAZY_COUNTER_TREE) puts each counter of the array on a hierarchical
  * counter tree (counter_tree.c): all trees' level-0 counters in one
  * per-CPU allocation, trees and items in one kmalloc(); its precise sum
- * visits every possible CPU, so it needs no hotplug callback.  The lazy
+ * visits the same CPUs, so it needs no hotplug callback either.  The lazy
  * protocol above is target-independent: only the add/sum entry points and
  * setup/teardown differ.
  *
@@ -243,8 +248,8 @@
  * of lazy_counter_module_init() and _exit()) and internal/lazy_counter.h
  * (what only the KUnit suites and the harness may call:
  * lazy_counter_batch(), lazy_counter_read_slack(),
- * lazy_counter_inject_failure(), and with KUnit lazy_counter_fold_cpu()
- * and lazy_counter_expect_misuse()).  The KUnit suite is
+ * lazy_counter_inject_failure(), and with KUnit
+ * lazy_counter_expect_misuse()).  The KUnit suite is
  * kunit/lazy_counter_kunit.c (also kunit/failnth_kunit.c); the stress and
  * the bench, test=lazy of the debugfs control plane, are
  * torture/lazy_counter_torture.c (CONFIG_PCPU_NEXT_TORTURE), which this
@@ -295,7 +300,6 @@ struct lazy_group;
  * @add: add to one slot; any context except NMI
  * @read: fast approximate value of one slot (without base)
  * @sum: exact value of one slot (without base)
- * @fold_cpu: move @cpu's delta into the central part (hotplug), or NULL
  * @slack: largest |read - sum| of one slot at quiescence
  */
 struct lazy_target_ops {
@@ -305,7 +309,6 @@ struct lazy_target_ops {
 	void (*add)(struct lazy_slot *s, s64 amount);
 	s64 (*read)(struct lazy_slot *s);
 	s64 (*sum)(struct lazy_slot *s);
-	void (*fold_cpu)(struct lazy_slot *s, unsigned int cpu);
 	u64 (*slack)(struct lazy_slot *s);
 };
 
@@ -340,25 +343,17 @@ struct lazy_slot {
 
 /**
  * struct lazy_group - the target storage of one upgraded array
- * @node: on lazy_flat_groups (flat target), under lazy_flat_lock
  * @pcpu: the one per-CPU allocation shared by all slots (flat target)
  * @priv: the tree target's trees and items (one allocation)
  * @nr: number of counters (and slots)
  * @slot: one per counter
  */
 struct lazy_group {
-	struct list_head node;
 	void __percpu *pcpu;
 	void *priv;
 	unsigned int nr;
 	struct lazy_slot slot[] __counted_by(nr);
 };
-
-/* lazy_flat_lock protects lazy_flat_groups (walked by lazy_cpu_dead()). */
-static DEFINE_SPINLOCK(lazy_flat_lock);
-static LIST_HEAD(lazy_flat_groups);
-
-static int lazy_hp_state = -1;
 
 /*
  * Slow-path statistics, always kept: each is one atomic per upgrade,
@@ -600,28 +595,15 @@ static s64 lazy_flat_sum(struct lazy_slot *s)
 
 	raw_spin_lock_irqsave(&s->flat.lock, flags);
 	ret = s->flat.count;
-	for_each_cpu_or(cpu, cpu_online_mask, cpu_dying_mask)
+	/* offline CPUs keep their delta (I5); never-seen ones hold 0 */
+	for_each_cpu(cpu, pn_cpus_seen)
 		ret += *per_cpu_ptr(s->flat.pcpu, cpu);
 	raw_spin_unlock_irqrestore(&s->flat.lock, flags);
 	return ret;
 }
 
-/* Fold @cpu's delta into count: @cpu is dead, or nobody updates @s. */
-static void lazy_flat_fold_cpu(struct lazy_slot *s, unsigned int cpu)
-{
-	unsigned long flags;
-	s32 *p;
-
-	raw_spin_lock_irqsave(&s->flat.lock, flags);
-	p = per_cpu_ptr(s->flat.pcpu, cpu);
-	s->flat.count += *p;
-	*p = 0;
-	raw_spin_unlock_irqrestore(&s->flat.lock, flags);
-}
-
 static int lazy_flat_setup(struct lazy_group *g, gfp_t gfp)
 {
-	unsigned long flags;
 	s32 __percpu *pcpu;
 	unsigned int i;
 
@@ -637,19 +619,11 @@ static int lazy_flat_setup(struct lazy_group *g, gfp_t gfp)
 		s->flat.count = 0;
 		s->flat.pcpu = pcpu + i;
 	}
-	spin_lock_irqsave(&lazy_flat_lock, flags);
-	list_add(&g->node, &lazy_flat_groups);
-	spin_unlock_irqrestore(&lazy_flat_lock, flags);
 	return 0;
 }
 
 static void lazy_flat_teardown(struct lazy_group *g)
 {
-	unsigned long flags;
-
-	spin_lock_irqsave(&lazy_flat_lock, flags);
-	list_del(&g->node);
-	spin_unlock_irqrestore(&lazy_flat_lock, flags);
 	lazy_pcpu_free(g->pcpu);
 }
 
@@ -666,7 +640,6 @@ static const struct lazy_target_ops lazy_flat_ops = {
 	.add = lazy_flat_add,
 	.read = lazy_flat_read,
 	.sum = lazy_flat_sum,
-	.fold_cpu = lazy_flat_fold_cpu,
 	.slack = lazy_flat_slack,
 };
 
@@ -678,7 +651,8 @@ static const struct lazy_target_ops lazy_flat_ops = {
  * aligned; a power-of-two kmalloc() size is naturally aligned, so the
  * size is rounded up to one.  The level-0 per-CPU counters of all trees
  * are one per-CPU allocation made by pn_ctree_init_many().  Level 0 is
- * summed over every possible CPU, so the tree needs no hotplug callback.
+ * summed over every CPU ever brought up, so the tree needs no hotplug
+ * callback.
  */
 static int lazy_tree_setup(struct lazy_group *g, gfp_t gfp)
 {
@@ -755,21 +729,6 @@ static const struct lazy_target_ops *const lazy_targets[LAZY_COUNTER_NR_TARGETS]
 	[LAZY_COUNTER_FLAT] = &lazy_flat_ops,
 	[LAZY_COUNTER_TREE] = &lazy_tree_ops,
 };
-
-/* CPU-dead callback: runs on a control CPU after @cpu stopped. */
-static int lazy_cpu_dead(unsigned int cpu)
-{
-	struct lazy_group *g;
-	unsigned long flags;
-	unsigned int i;
-
-	spin_lock_irqsave(&lazy_flat_lock, flags);
-	list_for_each_entry(g, &lazy_flat_groups, node)
-		for (i = 0; i < g->nr; i++)
-			lazy_flat_fold_cpu(&g->slot[i], cpu);
-	spin_unlock_irqrestore(&lazy_flat_lock, flags);
-	return 0;
-}
 
 /* ---- upgraded-mode entry points ---------------------------------------- */
 
@@ -1095,34 +1054,6 @@ void lazy_counter_auto_destroy(struct lazy_counter_auto *a)
 }
 EXPORT_SYMBOL_GPL(lazy_counter_auto_destroy);
 
-#if IS_ENABLED(CONFIG_KUNIT)
-/**
- * lazy_counter_fold_cpu() - run the CPU-dead fold for one counter's group
- * @c: an upgraded counter
- * @cpu: the CPU whose deltas are folded
- *
- * Test hook for KUnit only: what lazy_cpu_dead() does for @cpu, applied
- * to the group of @c only.  Correct only while nobody updates the group
- * on @cpu.
- *
- * Context: Any context except NMI.
- */
-VISIBLE_IF_KUNIT void lazy_counter_fold_cpu(struct lazy_counter *c,
-					    unsigned int cpu)
-{
-	struct lazy_group *g;
-	unsigned int i;
-
-	if (lazy_counter_is_lazy(c) || !c->slot)
-		return;
-	g = c->slot->group;
-	for (i = 0; i < g->nr; i++)
-		if (g->slot[i].ops->fold_cpu)
-			g->slot[i].ops->fold_cpu(&g->slot[i], cpu);
-}
-EXPORT_SYMBOL_IF_KUNIT(lazy_counter_fold_cpu);
-#endif
-
 /**
  * lazy_counter_read_slack() - how far read() may be from sum() at rest
  * @c: the counter
@@ -1170,37 +1101,25 @@ void lazy_counter_get_stats(struct lazy_counter_stats *st)
 EXPORT_SYMBOL_GPL(lazy_counter_get_stats);
 
 /**
- * lazy_counter_module_init() - register the flat target's hotplug callback
+ * lazy_counter_module_init() - nothing to set up
  *
- * Called by the module core (main.c) after pn_alloc_init().
+ * The flat target needs no hotplug callback (I5).  Called by the module
+ * core (main.c) after pn_alloc_init().
  *
- * Context: Module init, may sleep.
- * Return: 0 or -errno.
+ * Context: Module init.
+ * Return: 0.
  */
 int lazy_counter_module_init(void)
 {
-	int ret;
-
-	ret = cpuhp_setup_state_nocalls(CPUHP_BP_PREPARE_DYN,
-					"pcpu_next/lazy:dead", NULL,
-					lazy_cpu_dead);
-	if (ret < 0)
-		return ret;
-	lazy_hp_state = ret;
 	return 0;
 }
 
 /**
- * lazy_counter_module_exit() - unregister the hotplug callback
+ * lazy_counter_module_exit() - check that no upgraded array is left
  *
- * Every upgraded array must have been destroyed.
- *
- * Context: Module exit, may sleep.
+ * Context: Module exit.
  */
 void lazy_counter_module_exit(void)
 {
-	if (lazy_hp_state >= 0)
-		cpuhp_remove_state_nocalls(lazy_hp_state);
-	lazy_hp_state = -1;
-	WARN_ON(!list_empty(&lazy_flat_groups));
+	WARN_ON(atomic_long_read(&lazy_stat_live));
 }

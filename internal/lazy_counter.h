@@ -40,13 +40,11 @@ void lazy_counter_inject_failure(unsigned int nth);
 
 #if IS_ENABLED(CONFIG_KUNIT)
 /*
- * KUnit only (kunit/lazy_counter_kunit.c).  lazy_counter_fold_cpu(): the
- * CPU-dead fold applied to one counter's group.
+ * KUnit only (kunit/lazy_counter_kunit.c).
  * lazy_counter_expect_misuse(): the next @n uses of destroyed counters
  * are counted without the WARN; returns what was left of the previous
  * budget.
  */
-void lazy_counter_fold_cpu(struct lazy_counter *c, unsigned int cpu);
 unsigned int lazy_counter_expect_misuse(unsigned int n);
 #endif
 

@@ -67,11 +67,11 @@ struct lazy_counter {
 /**
  * enum lazy_counter_target - what a lazy counter is upgraded to
  * @LAZY_COUNTER_FLAT: a flat per-CPU counter with batched folding into a
- *	central count (the percpu_counter algorithm), with its own CPU
- *	hotplug callback
+ *	central count (the percpu_counter algorithm) with no hotplug
+ *	callback: sums read every CPU ever brought up
  * @LAZY_COUNTER_TREE: the hierarchical counter tree of counter_tree.c
  *	(O(1) approximate read with a known accuracy range, exact sum over
- *	every possible CPU): a lazy counter tree
+ *	every CPU ever brought up): a lazy counter tree
  * @LAZY_COUNTER_NR_TARGETS: number of targets
  */
 enum lazy_counter_target {
