@@ -73,9 +73,10 @@
  *
  * Locking
  *  - cache->cpu->lock (local_lock, IRQ-saving): this CPU's magazines and
- *    counters.  Taken on every fast-path operation; it is per CPU, so there
- *    is no shared lock and no atomic on the fast path.  On PREEMPT_RT it
- *    is a per-CPU sleeping lock with migration disabled.
+ *    (CONFIG_PCPU_NEXT_STATS) its fast-path counters.  Taken on every
+ *    fast-path operation; it is per CPU, so there is no shared lock and no
+ *    atomic on the fast path.  On PREEMPT_RT it is a per-CPU sleeping lock
+ *    with migration disabled.
  *  - cache->lock (spinlock_t, IRQ-safe): depot lists, chunk lists and every
  *    chunk's free_map/nr_free, the depot counters.  Nests inside the local
  *    lock.  Nothing is allocated, freed or constructed under it, and it is
@@ -162,15 +163,46 @@
  * instance per cache).
  *
  * Observability: /sys/kernel/debug/pcpu_next/alloc/stats (0400) has a row
- * per cache; alloc/fail_next_chunks (0600) reads and sets how many of the
- * next chunk creations fail (a deterministic countdown, any caller).
- * Kernel fault injection (CONFIG_FAULT_INJECTION): chunk creation checks
- * the fault_attr pn_fail_chunk (debugfs pcpu_next/fault/fail_chunk/, the
- * standard knobs; a stress line's faults= arms it, see control.c), the
- * alloc stress's constructor pn_fail_ctor (pcpu_next/fault/fail_ctor/),
- * and chunk release pn_fail_release (alloc/fail_release/).  Tracepoints (system
- * pcpu_next_alloc): pn_chunk_create, pn_chunk_release, pn_depot_refill,
- * pn_depot_flush.
+ * per cache (pn_stats_show(), pn_cache_get_stats()).  Tracepoints (system
+ * pcpu_next_alloc, internal/trace_pcpu_alloc.h): pn_chunk_create,
+ * pn_chunk_release, pn_depot_refill, pn_depot_flush.
+ *
+ * Statistics, as SLUB_STATS does for slab: the counters a per-operation
+ * fast path would update exist only with CONFIG_PCPU_NEXT_STATS (default
+ * n): per CPU, under the CPU's local lock, allocs, frees, magazine hits and
+ * magazine misses (struct pn_cpu_cache, pn_stat()).  Without it pn_stat()
+ * is empty, the locked and direct paths do not take the local lock they
+ * took only to count (pn_stat_op()), struct pn_cache_stats reads 0 for the
+ * four and the stats file prints "-" in their columns.  Always kept, being
+ * slow-path or misuse counts: depot refills and flushes, chunk creations,
+ * releases and their failures, reserve refills, direct objects, double
+ * frees, poison errors, bad frees.  in_use is not a counter: it is derived
+ * at snapshot time from the chunk accounting (objects of live chunks, less
+ * those free in them, less those in CPU and depot magazines, plus the live
+ * direct objects), under cache->lock, so it is exact whenever the cache is
+ * quiet, with or without the statistics; readers that assert on objects
+ * in use (the KUnit suites, the stress) rely on that.
+ *
+ * Test hooks, none on a fast path.  alloc/fail_next_chunks (0600) reads and
+ * sets how many of the next chunk creations fail (a deterministic
+ * countdown, any caller, checked in pn_chunk_create()); only tests use it
+ * (the KUnit suite through pn_alloc_inject_chunk_failures(), the guest
+ * scripts and the fuzz selftest through the file).  Kernel fault injection
+ * (CONFIG_FAULT_INJECTION): chunk creation checks the fault_attr
+ * pn_fail_chunk through pn_fault_hit(PN_FAULT_CHUNK) (the site is the
+ * module core's, debugfs pcpu_next/fault/fail_chunk/; a stress line's
+ * faults= arms it), chunk release the file-local pn_fail_release
+ * (alloc/fail_release/, the standard knobs; the KUnit suite arms it per
+ * task with pn_alloc_fail_releases()).  Both are reached by fail-nth.
+ *
+ * Layout: this file is the library only.  It includes kernel headers, its
+ * API <pcpu_next/pcpu_alloc.h>, and the module-private internal/core.h
+ * (pn_debugfs_dir(), pn_fault_hit(), its init and exit),
+ * internal/pcpu_alloc.h (what the KUnit suite and the harness may call:
+ * test hooks and accessors, none exported but to KUnit) and
+ * internal/trace_pcpu_alloc.h; never anything of torture/.  The stress
+ * and bench of test=alloc are in torture/pcpu_alloc_torture.c, built with
+ * CONFIG_PCPU_NEXT_TORTURE; the KUnit suite is kunit/pcpu_alloc_kunit.c.
  *
  * Debug mode (PN_CACHE_DEBUG, or alloc_debug=1 for every cache): the
  * magazines are bypassed, every operation goes to the chunk layer under
@@ -213,12 +245,13 @@
 #include <linux/workqueue.h>
 #include <kunit/visibility.h>
 
-#include "internal/core.h"
-#include "torture/torture.h"
 #include <pcpu_next/pcpu_alloc.h>
 
+#include "internal/core.h"
+#include "internal/pcpu_alloc.h"
+
 #define CREATE_TRACE_POINTS
-#include <pcpu_next/trace_pcpu_alloc.h>
+#include "internal/trace_pcpu_alloc.h"
 
 #define PN_CHUNK_TARGET		8192U	/* bytes per CPU a chunk aims for */
 #define PN_CHUNK_MAX_OBJS	1024U
@@ -245,7 +278,8 @@ MODULE_PARM_DESC(alloc_debug, "Debug mode (poison, double-free detection, leak l
 
 /*
  * What one CPU's two magazines of a cache may pin, counting every possible
- * CPU's copy of each object; read when a cache is created.
+ * CPU's copy of each object; read when a cache is created.  The KUnit
+ * suite lowers it around a pn_cache_create() (internal/pcpu_alloc.h).
  */
 VISIBLE_IF_KUNIT unsigned long pn_cpu_cache_bytes = 1UL << 20;
 EXPORT_SYMBOL_IF_KUNIT(pn_cpu_cache_bytes);
@@ -259,15 +293,28 @@ struct pn_mag {
 	void __percpu *objs[];
 };
 
+/*
+ * Fast-path statistics (CONFIG_PCPU_NEXT_STATS), per CPU under the CPU's
+ * local lock.  Allocations and frees are counted on every path but a size
+ * class's direct objects (those are pn_sized_direct); hits and misses on
+ * the magazine paths only.
+ */
+enum pn_stat_item {
+	PN_STAT_ALLOC,		/* objects handed out */
+	PN_STAT_FREE,		/* objects given back */
+	PN_STAT_MAG_HIT,	/* alloc or free served by the CPU's magazines */
+	PN_STAT_MAG_MISS,	/* alloc or free that went to the depot */
+	PN_NR_STAT_ITEMS,
+};
+
 /* One CPU's front end of a cache; protected by @lock on that CPU. */
 struct pn_cpu_cache {
 	local_lock_t lock;
 	struct pn_mag *loaded;
 	struct pn_mag *prev;
-	unsigned long allocs;
-	unsigned long frees;
-	unsigned long hits;
-	unsigned long misses;
+#ifdef CONFIG_PCPU_NEXT_STATS
+	unsigned long stat[PN_NR_STAT_ITEMS];
+#endif
 };
 
 struct pn_chunk {
@@ -399,19 +446,27 @@ static inline struct pn_chunk *pn_chunk_lookup(const void __percpu *obj)
 	return mtree_load(&pn_chunk_tree, pn_addr(obj));
 }
 
-/* Count an allocation or free that bypassed the magazines. */
-static void pn_stat_op(struct pn_cache *c, bool alloc)
+/* Caller holds @cc's local lock.  Empty without CONFIG_PCPU_NEXT_STATS. */
+static inline void pn_stat(struct pn_cpu_cache *cc, enum pn_stat_item si)
 {
-	struct pn_cpu_cache *cc;
+#ifdef CONFIG_PCPU_NEXT_STATS
+	cc->stat[si]++;
+#endif
+}
+
+/*
+ * Count an allocation or free that bypassed the magazines; the local lock
+ * is taken for the count alone, so not at all without the statistics.
+ */
+static inline void pn_stat_op(struct pn_cache *c, enum pn_stat_item si)
+{
+#ifdef CONFIG_PCPU_NEXT_STATS
 	unsigned long flags;
 
 	local_lock_irqsave(&c->cpu->lock, flags);
-	cc = this_cpu_ptr(c->cpu);
-	if (alloc)
-		cc->allocs++;
-	else
-		cc->frees++;
+	pn_stat(this_cpu_ptr(c->cpu), si);
 	local_unlock_irqrestore(&c->cpu->lock, flags);
+#endif
 }
 
 static void pn_maint_kick(struct pn_cache *c)
@@ -605,10 +660,15 @@ static inline bool pn_release_should_fail(void)
 #endif
 
 #if IS_ENABLED(CONFIG_KUNIT)
-/*
- * For the KUnit suite: make the next @n chunk releases of the calling task
- * fail at that site (task-filtered, so no other task's release is hit); 0
- * restores the defaults (probability 0: only fail-nth reaches the site).
+/**
+ * pn_alloc_fail_releases() - fail the calling task's next chunk releases
+ * @n: how many; 0 restores the defaults (probability 0: only fail-nth
+ *     reaches the site)
+ *
+ * Arms pn_fail_release task-filtered, so no other task's release is hit.
+ * Nothing without CONFIG_FAULT_INJECTION.
+ *
+ * Context: Process context, the task whose releases are to fail.
  */
 VISIBLE_IF_KUNIT void pn_alloc_fail_releases(unsigned int n)
 {
@@ -621,6 +681,20 @@ VISIBLE_IF_KUNIT void pn_alloc_fail_releases(unsigned int n)
 }
 EXPORT_SYMBOL_IF_KUNIT(pn_alloc_fail_releases);
 #endif
+
+/**
+ * pn_alloc_inject_chunk_failures() - set the chunk-creation countdown
+ * @n: how many of the next chunk creations fail, any caller's; 0 cancels
+ *
+ * What a write to alloc/fail_next_chunks does; a test hook (see the essay).
+ *
+ * Context: Any context.
+ */
+VISIBLE_IF_KUNIT void pn_alloc_inject_chunk_failures(unsigned int n)
+{
+	atomic_set(&pn_fail_next, n);
+}
+EXPORT_SYMBOL_IF_KUNIT(pn_alloc_inject_chunk_failures);
 
 /*
  * The debugfs countdown first (deterministic: the next N creations, any
@@ -802,7 +876,7 @@ static void __percpu *pn_grow(struct pn_cache *c, gfp_t gfp,
 		c->nr_empty_mags++;
 	}
 	spin_unlock_irqrestore(&c->lock, flags);
-	pn_stat_op(c, true);
+	pn_stat_op(c, PN_STAT_ALLOC);
 	return pn_obj(c, ch, 0);
 }
 
@@ -932,18 +1006,18 @@ static void __percpu *pn_mag_alloc(struct pn_cache *c, bool atomic,
 		m = cc->loaded;
 		goto hit;
 	}
-	cc->misses++;
+	pn_stat(cc, PN_STAT_MAG_MISS);
 	spin_lock(&c->lock);
 	obj = pn_depot_alloc(c, cc, atomic, refilled);
 	spin_unlock(&c->lock);
 	if (obj)
-		cc->allocs++;
+		pn_stat(cc, PN_STAT_ALLOC);
 	local_unlock_irqrestore(&c->cpu->lock, flags);
 	return obj;
 hit:
 	obj = m->objs[--m->nr];
-	cc->hits++;
-	cc->allocs++;
+	pn_stat(cc, PN_STAT_MAG_HIT);
+	pn_stat(cc, PN_STAT_ALLOC);
 	local_unlock_irqrestore(&c->cpu->lock, flags);
 	return obj;
 }
@@ -996,7 +1070,7 @@ static void pn_mag_free(struct pn_cache *c, void __percpu *obj)
 
 	local_lock_irqsave(&c->cpu->lock, flags);
 	cc = this_cpu_ptr(c->cpu);
-	cc->frees++;
+	pn_stat(cc, PN_STAT_FREE);
 	m = cc->loaded;
 	if (likely(m && m->nr < c->mag_cap))
 		goto hit;
@@ -1005,7 +1079,7 @@ static void pn_mag_free(struct pn_cache *c, void __percpu *obj)
 		m = cc->loaded;
 		goto hit;
 	}
-	cc->misses++;
+	pn_stat(cc, PN_STAT_MAG_MISS);
 	spin_lock(&c->lock);
 	pn_depot_free(c, cc, obj);
 	spin_unlock(&c->lock);
@@ -1013,7 +1087,7 @@ static void pn_mag_free(struct pn_cache *c, void __percpu *obj)
 	return;
 hit:
 	m->objs[m->nr++] = obj;
-	cc->hits++;
+	pn_stat(cc, PN_STAT_MAG_HIT);
 	local_unlock_irqrestore(&c->cpu->lock, flags);
 }
 
@@ -1052,7 +1126,7 @@ static void __percpu *pn_locked_alloc(struct pn_cache *c, bool atomic,
 		pr_err_ratelimited("%s: free object modified after free (use after free?)\n",
 				   c->name);
 	}
-	pn_stat_op(c, true);
+	pn_stat_op(c, PN_STAT_ALLOC);
 	return obj;
 }
 
@@ -1091,7 +1165,7 @@ static void pn_locked_free(struct pn_cache *c, void __percpu *obj)
 	pn_chunk_put_idx(c, ch, idx);
 	spin_unlock_irqrestore(&c->lock, flags);
 	rcu_read_unlock();
-	pn_stat_op(c, false);
+	pn_stat_op(c, PN_STAT_FREE);
 }
 
 /* ---- direct objects: one __alloc_percpu_gfp() each ---------------------- */
@@ -1114,7 +1188,7 @@ static void __percpu *pn_direct_alloc(struct pn_cache *c, size_t size,
 		atomic_long_inc(&pn_sized_direct);
 	} else {
 		atomic_long_inc(&c->nr_direct);
-		pn_stat_op(c, true);
+		pn_stat_op(c, PN_STAT_ALLOC);
 	}
 	return obj;
 }
@@ -1133,7 +1207,7 @@ static bool pn_direct_free(struct pn_cache *c, void __percpu *obj)
 		c->dtor(obj, c->priv);
 	free_percpu(obj);
 	atomic_long_dec(&c->nr_direct);
-	pn_stat_op(c, false);
+	pn_stat_op(c, PN_STAT_FREE);
 	return true;
 }
 
@@ -1696,30 +1770,42 @@ static unsigned int pn_cpu_cached(struct pn_cache *c, struct pn_cpu_cache *cc)
  * @cache: the cache
  * @st: filled in
  *
- * Per-CPU counters are summed without stopping the CPUs, so a snapshot
- * taken while the cache is in use is approximate.
+ * Per-CPU counters and the CPUs' magazines are read without stopping the
+ * CPUs, so a snapshot taken while the cache is in use is approximate; one
+ * taken while it is quiet is exact.  @st->in_use is derived from the chunk
+ * accounting (see struct pn_cache_stats), so it is kept whether or not the
+ * fast-path statistics (allocs, frees, mag_hits, mag_misses: 0 without
+ * CONFIG_PCPU_NEXT_STATS) are compiled in.
  *
- * Context: Process context (it visits every possible CPU under the cache
- * lock).
+ * Context: Process context (it visits every possible CPU and the depot
+ * under the cache lock).
  */
 void pn_cache_get_stats(struct pn_cache *cache, struct pn_cache_stats *st)
 {
 	struct pn_cache *c = cache;
+	unsigned long flags, held;
 	struct pn_cpu_cache *cc;
-	unsigned long flags;
+	u64 depot = 0, cached;
 	unsigned int cpu;
+	struct pn_mag *m;
 
 	memset(st, 0, sizeof(*st));
 	spin_lock_irqsave(&c->lock, flags);
 	for_each_possible_cpu(cpu) {
 		cc = per_cpu_ptr(c->cpu, cpu);
+#ifdef CONFIG_PCPU_NEXT_STATS
 		/* Racy snapshot of counters the CPU owns. */
-		st->allocs += READ_ONCE(cc->allocs);
-		st->frees += READ_ONCE(cc->frees);
-		st->mag_hits += READ_ONCE(cc->hits);
-		st->mag_misses += READ_ONCE(cc->misses);
+		st->allocs += READ_ONCE(cc->stat[PN_STAT_ALLOC]);
+		st->frees += READ_ONCE(cc->stat[PN_STAT_FREE]);
+		st->mag_hits += READ_ONCE(cc->stat[PN_STAT_MAG_HIT]);
+		st->mag_misses += READ_ONCE(cc->stat[PN_STAT_MAG_MISS]);
+#endif
 		st->cpu_cached += pn_cpu_cached(c, cc);
 	}
+	/* Objects of live chunks not free in them: handed out or in a magazine. */
+	held = c->nr_chunks * c->nr_objs - c->nr_chunk_free;
+	list_for_each_entry(m, &c->full_mags, list)
+		depot += m->nr;
 	st->depot_refills = c->depot_refills;
 	st->depot_flushes = c->depot_flushes;
 	st->chunks = c->nr_chunks;
@@ -1737,11 +1823,12 @@ void pn_cache_get_stats(struct pn_cache *cache, struct pn_cache_stats *st)
 			(u64)(c->nr_full_mags + c->nr_empty_mags + c->nr_cpu_mags) *
 			struct_size_t(struct pn_mag, objs, c->mag_cap);
 	spin_unlock_irqrestore(&c->lock, flags);
-	/* Racy sums: clamp rather than wrap. */
-	st->in_use = st->allocs > st->frees ? st->allocs - st->frees : 0;
+	/* The CPUs' magazines are a racy snapshot: clamp rather than wrap. */
+	cached = st->cpu_cached + depot;
 	st->mag_cap = c->mag_cap;
 	st->reserve = READ_ONCE(c->reserve_on) ? c->reserve : 0;
 	st->direct_live = atomic_long_read(&c->nr_direct);
+	st->in_use = (held > cached ? held - cached : 0) + st->direct_live;
 	st->direct_allocs = atomic_long_read(&c->direct_allocs);
 	st->chunk_fails = atomic_long_read(&c->chunk_fails);
 	st->reserve_fails = atomic_long_read(&c->reserve_fails);
@@ -1848,7 +1935,7 @@ void pn_free_percpu(void __percpu *ptr)
 }
 EXPORT_SYMBOL_GPL(pn_free_percpu);
 
-/* ---- reclaim, hotplug, test hooks --------------------------------------- */
+/* ---- reclaim, hotplug -------------------------------------------------- */
 
 /*
  * What a scan can reach: full depot magazines, the free chunks it would
@@ -1876,17 +1963,6 @@ static unsigned long pn_reclaim_count(void)
 	lockdep_assert_held(&pn_caches_lock);
 	list_for_each_entry(c, &pn_caches, node)
 		n += pn_cache_reclaimable(c);
-	return n;
-}
-
-/* Objects the shrinker could release, for the KUnit suite. */
-unsigned long pn_alloc_reclaim_count(void)
-{
-	unsigned long n;
-
-	mutex_lock(&pn_caches_lock);
-	n = pn_reclaim_count();
-	mutex_unlock(&pn_caches_lock);
 	return n;
 }
 
@@ -1941,30 +2017,6 @@ static unsigned long pn_shrink(unsigned long nr, unsigned long *scanned,
 	return seen ? freed : SHRINK_STOP;
 }
 
-/* What the shrinker's scan does, for the KUnit suite. */
-unsigned long pn_alloc_reclaim(unsigned long nr)
-{
-	unsigned long freed = pn_shrink(nr, NULL, true);
-
-	return freed == SHRINK_STOP ? 0 : freed;
-}
-
-/* A scan of one cache with budget @nr, for the KUnit suite. */
-unsigned long pn_cache_scan(struct pn_cache *cache, unsigned long nr)
-{
-	unsigned long seen = 0;
-
-	pn_cache_reclaim(cache, nr, &seen, false, true);
-	return seen;
-}
-
-/* Wait for a cache's maintenance and drain work, for the KUnit suite. */
-void pn_cache_flush_work(struct pn_cache *cache)
-{
-	flush_work(&cache->drain_work);
-	flush_work(&cache->maint_work);
-}
-
 static unsigned long pn_shrink_count(struct shrinker *s,
 				     struct shrink_control *sc)
 {
@@ -2000,8 +2052,122 @@ static int pn_cpu_dead(unsigned int cpu, struct hlist_node *node)
 	return 0;
 }
 
-/* Objects held in @cpu's magazines, for the KUnit suite. */
-unsigned int pn_cache_cpu_objects(struct pn_cache *cache, unsigned int cpu)
+/* ---- for the KUnit suite and the harness (internal/pcpu_alloc.h) -------- */
+
+#if IS_ENABLED(CONFIG_KUNIT) || IS_ENABLED(CONFIG_PCPU_NEXT_TORTURE)
+/**
+ * pn_alloc_reclaim() - run one shrinker scan, waiting for its locks
+ * @nr: the scan's budget in objects (nr_to_scan)
+ *
+ * What memory reclaim's scan does (pn_shrink()), except that it waits for
+ * a concurrent scan instead of giving up: flush depots and unlink free
+ * chunks of every cache, leaving their release and the CPUs' drains to
+ * each cache's drain_work.
+ *
+ * Context: Process context, may sleep.
+ * Return: the objects released or handed to drain_work for release.
+ */
+unsigned long pn_alloc_reclaim(unsigned long nr)
+{
+	unsigned long freed = pn_shrink(nr, NULL, true);
+
+	return freed == SHRINK_STOP ? 0 : freed;
+}
+EXPORT_SYMBOL_IF_KUNIT(pn_alloc_reclaim);
+#endif
+
+#if IS_ENABLED(CONFIG_PCPU_NEXT_TORTURE)
+/**
+ * pn_alloc_size_class() - a size class of the sized API
+ * @idx: 0 for the 8-byte class, 1 for 16 bytes, ...
+ *
+ * Context: Any context, between pn_alloc_init() and pn_alloc_exit().
+ * Return: the class's cache, or NULL when @idx is past the last class.
+ */
+struct pn_cache *pn_alloc_size_class(unsigned int idx)
+{
+	return idx < PN_NR_CLASSES ? pn_size_caches[idx] : NULL;
+}
+
+/**
+ * pn_alloc_sized_direct() - live direct objects of the sized API
+ *
+ * Objects pn_alloc_percpu_gfp() took straight from the kernel's allocator
+ * (accounted requests, non-blocking fallbacks) and pn_free_percpu() has not
+ * freed; no class counts them, because their free cannot tell the class.
+ *
+ * Context: Any context.
+ * Return: their number.
+ */
+unsigned long pn_alloc_sized_direct(void)
+{
+	return atomic_long_read(&pn_sized_direct);
+}
+#endif
+
+#if IS_ENABLED(CONFIG_KUNIT)
+/**
+ * pn_alloc_reclaim_count() - what the shrinker's count would report
+ *
+ * Context: Process context, may sleep.
+ * Return: the objects a scan could reach over every cache (0 rather than
+ * SHRINK_EMPTY).
+ */
+VISIBLE_IF_KUNIT unsigned long pn_alloc_reclaim_count(void)
+{
+	unsigned long n;
+
+	mutex_lock(&pn_caches_lock);
+	n = pn_reclaim_count();
+	mutex_unlock(&pn_caches_lock);
+	return n;
+}
+EXPORT_SYMBOL_IF_KUNIT(pn_alloc_reclaim_count);
+
+/**
+ * pn_cache_scan() - a shrinker scan of one cache
+ * @cache: the cache
+ * @nr: the budget in objects
+ *
+ * Flushes depot magazines and unlinks free chunks as a scan does, handing
+ * the chunks to drain_work.
+ *
+ * Context: Process context.
+ * Return: the objects the scan went through.
+ */
+VISIBLE_IF_KUNIT unsigned long pn_cache_scan(struct pn_cache *cache,
+					     unsigned long nr)
+{
+	unsigned long seen = 0;
+
+	pn_cache_reclaim(cache, nr, &seen, false, true);
+	return seen;
+}
+EXPORT_SYMBOL_IF_KUNIT(pn_cache_scan);
+
+/**
+ * pn_cache_flush_work() - wait for a cache's drain and maintenance work
+ * @cache: the cache
+ *
+ * Context: Process context, may sleep.
+ */
+VISIBLE_IF_KUNIT void pn_cache_flush_work(struct pn_cache *cache)
+{
+	flush_work(&cache->drain_work);
+	flush_work(&cache->maint_work);
+}
+EXPORT_SYMBOL_IF_KUNIT(pn_cache_flush_work);
+
+/**
+ * pn_cache_cpu_objects() - objects in one CPU's magazines of a cache
+ * @cache: the cache
+ * @cpu: a possible CPU
+ *
+ * Context: Any context but NMI (takes the cache lock).
+ * Return: a snapshot, exact when @cpu is quiet or dead.
+ */
+VISIBLE_IF_KUNIT unsigned int pn_cache_cpu_objects(struct pn_cache *cache,
+						   unsigned int cpu)
 {
 	unsigned long flags;
 	unsigned int n;
@@ -2011,28 +2177,53 @@ unsigned int pn_cache_cpu_objects(struct pn_cache *cache, unsigned int cpu)
 	spin_unlock_irqrestore(&cache->lock, flags);
 	return n;
 }
+EXPORT_SYMBOL_IF_KUNIT(pn_cache_cpu_objects);
 
-/* True if alloc_debug=1 forces debug mode (no magazines) on every cache. */
-bool pn_alloc_debug_forced(void)
+/**
+ * pn_alloc_debug_forced() - is debug mode forced on every cache?
+ *
+ * Context: Any context.
+ * Return: true if the module was loaded with alloc_debug=1 (no cache then
+ * has magazines).
+ */
+VISIBLE_IF_KUNIT bool pn_alloc_debug_forced(void)
 {
 	return pn_alloc_debug;
 }
+EXPORT_SYMBOL_IF_KUNIT(pn_alloc_debug_forced);
 
-unsigned int pn_cache_objs_per_chunk(struct pn_cache *cache)
+/**
+ * pn_cache_objs_per_chunk() - a cache's chunk geometry
+ * @cache: the cache
+ *
+ * Context: Any context.
+ * Return: the objects in one chunk of @cache.
+ */
+VISIBLE_IF_KUNIT unsigned int pn_cache_objs_per_chunk(struct pn_cache *cache)
 {
 	return cache->nr_objs;
 }
-
-/* Make the next @n chunk creations fail (0 cancels). */
-void pn_alloc_inject_chunk_failures(unsigned int n)
-{
-	atomic_set(&pn_fail_next, n);
-}
+EXPORT_SYMBOL_IF_KUNIT(pn_cache_objs_per_chunk);
+#endif
 
 /* ---- debugfs ------------------------------------------------------------ */
 
+/* A fast-path statistic's column: "-" without CONFIG_PCPU_NEXT_STATS. */
+static const char *pn_stat_col(char *buf, size_t len, u64 v)
+{
+	if (!IS_ENABLED(CONFIG_PCPU_NEXT_STATS))
+		return "-";
+	snprintf(buf, len, "%llu", v);
+	return buf;
+}
+
+/*
+ * One row per cache; the columns are the same with or without the
+ * fast-path statistics (mag_hits and mag_miss then read "-").
+ */
 static int pn_stats_show(struct seq_file *m, void *v)
 {
+	char hits[24], misses[24];
 	struct pn_cache_stats st;
 	struct pn_cache *c;
 
@@ -2045,9 +2236,11 @@ static int pn_stats_show(struct seq_file *m, void *v)
 	mutex_lock(&pn_caches_lock);
 	list_for_each_entry(c, &pn_caches, node) {
 		pn_cache_get_stats(c, &st);
-		seq_printf(m, "%-16s %6u %6u %4u %10llu %10llu %12llu %10llu %8llu %8llu %7llu %6llu %9llu %9llu %9llu %6llu %7llu %8llu %6llu %6llu %6llu %6s %10llu\n",
+		seq_printf(m, "%-16s %6u %6u %4u %10llu %10llu %12s %10s %8llu %8llu %7llu %6llu %9llu %9llu %9llu %6llu %7llu %8llu %6llu %6llu %6llu %6s %10llu\n",
 			   c->name, c->size, c->align, c->mag_cap, st.in_use,
-			   st.cpu_cached, st.mag_hits, st.mag_misses,
+			   st.cpu_cached,
+			   pn_stat_col(hits, sizeof(hits), st.mag_hits),
+			   pn_stat_col(misses, sizeof(misses), st.mag_misses),
 			   st.depot_refills, st.depot_flushes, st.chunks,
 			   st.free_chunks, st.chunk_creates, st.chunk_releases,
 			   st.chunk_fails, st.release_fails, st.reserve,
@@ -2163,7 +2356,8 @@ static void pn_free_dead_caches(void)
  * pn_alloc_init() - set up the allocator: hotplug state, shrinker, size
  *		     classes, debugfs files
  *
- * Context: Module init, after pn_control_init().
+ * Context: Module init (main.c), after the module's debugfs directory was
+ * created and before any other component, which may allocate from it.
  * Return: 0 or -errno.
  */
 int pn_alloc_init(void)
@@ -2238,9 +2432,9 @@ free_drain_wq:
 /**
  * pn_alloc_exit() - tear the allocator down
  *
- * Context: Module exit, may sleep, after pn_control_stop() (no run is
- * active) and before pn_control_exit().  Every cache but the size classes
- * must have been destroyed by its user.
+ * Context: Module exit (main.c), may sleep, after the other components and
+ * any test run stopped.  Every cache but the size classes must have been
+ * destroyed by its user.
  */
 void pn_alloc_exit(void)
 {
@@ -2256,567 +2450,3 @@ void pn_alloc_exit(void)
 	WARN_ON(!mtree_empty(&pn_chunk_tree));
 	mtree_destroy(&pn_chunk_tree);
 }
-
-/* ---- stress and bench (test=alloc) -------------------------------------- */
-
-/*
- * Stress: workers share an array of slots.  A worker picks a random slot;
- * if it holds an object, the worker takes it, verifies the owner stamp on
- * every possible CPU and frees it (often on another CPU than the one that
- * allocated it); if it is empty, the worker allocates a random size (and
- * alignment, sometimes GFP_NOWAIT), checks it is zeroed everywhere, stamps
- * it and parks it.  A quarter of the objects come from a constructor
- * cache: they must arrive constructed and are restored before the free.
- * Worker 0 also runs reclaim and pn_cache_shrink() now and then, so
- * per-CPU drains and chunk releases race with the fast paths.  Two live objects
- * sharing memory, or any corruption, shows as a stamp mismatch.
- *
- * With faults=N, chunk creations and the constructor fail at random
- * (pn_fault_hit(): should_fail() on pn_fail_chunk and pn_fail_ctor, at
- * DIV_ROUND_UP(N, 10) percent).  A failed chunk creation must reach exactly one
- * GFP_KERNEL caller as NULL (__pn_cache_alloc() returns at the first
- * failed pn_grow()), so the stress checks that its NULL count equals the
- * caches' chunk-failure count and that no injected fault went missing;
- * a constructor failure must destruct the objects already built in that
- * chunk, so every constructed object is destructed exactly once by the
- * end.  Both checks assume nobody else allocates from the module during
- * the run (true in the test VMs).  Without faults, any NULL from
- * GFP_KERNEL is a failure.
- */
-#define PN_ST_CTOR_SIZE		64
-#define PN_ST_CTOR_MAGIC	0xc0c0c0c0c0c0c0c0ULL
-
-struct pn_st_slot {
-	spinlock_t lock;	/* protects the three fields below */
-	void __percpu *ptr;
-	unsigned int words;	/* u64 words stamped */
-	bool ctor;		/* from the constructor cache */
-	u64 tag;
-};
-
-struct pn_st {
-	struct pn_st_slot *slots;
-	unsigned int nr_slots;
-	unsigned int max_size;
-	struct pn_cache *ctor_cache;
-	u64 seed;
-	atomic_long_t allocs, frees, nomem, nowait_fail, corrupt, unzeroed,
-		      unconstructed, reclaims, constructed, destructed,
-		      bad_dtor;
-};
-
-static u64 pn_st_word(u64 tag, unsigned int cpu, unsigned int w)
-{
-	return tag ^ ((u64)cpu << 40) ^ ((u64)w << 20);
-}
-
-/* Constructor for the bench: zeroed, like a fresh counter; @priv: size. */
-static int pn_st_ctor_any(void __percpu *obj, void *priv, gfp_t gfp)
-{
-	size_t size = *(size_t *)priv;
-	unsigned int cpu;
-
-	for_each_possible_cpu(cpu)
-		memset(per_cpu_ptr(obj, cpu), 0, size);
-	return 0;
-}
-
-static bool pn_st_check(void __percpu *obj, unsigned int from, unsigned int words,
-			u64 tag, bool constructed)
-{
-	unsigned int cpu, w;
-	u64 *p;
-
-	for_each_possible_cpu(cpu) {
-		p = per_cpu_ptr(obj, cpu);
-		for (w = from; w < words; w++) {
-			u64 want = constructed ? PN_ST_CTOR_MAGIC ^ w :
-				   pn_st_word(tag, cpu, w);
-
-			if (p[w] != want)
-				return false;
-		}
-	}
-	return true;
-}
-
-static void pn_st_stamp(void __percpu *obj, unsigned int from, unsigned int words,
-			u64 tag, bool constructed)
-{
-	unsigned int cpu, w;
-	u64 *p;
-
-	for_each_possible_cpu(cpu) {
-		p = per_cpu_ptr(obj, cpu);
-		for (w = from; w < words; w++)
-			p[w] = constructed ? PN_ST_CTOR_MAGIC ^ w :
-			       pn_st_word(tag, cpu, w);
-	}
-}
-
-#ifdef CONFIG_FAULT_INJECTION
-/*
- * The stress constructor's fault_attr (pcpu_next/fault/fail_ctor/): only
- * pn_st_ctor() checks it, so it fails nothing outside the alloc stress.
- */
-#endif
-
-static int pn_st_ctor(void __percpu *obj, void *priv, gfp_t gfp)
-{
-	struct pn_st *st = priv;
-	unsigned int cpu, w;
-
-	if (pn_fault_hit(PN_FAULT_CTOR))
-		return -ENOMEM;
-	for_each_possible_cpu(cpu)
-		for (w = 0; w < PN_ST_CTOR_SIZE / 8; w++)
-			((u64 *)per_cpu_ptr(obj, cpu))[w] = PN_ST_CTOR_MAGIC ^ w;
-	atomic_long_inc(&st->constructed);
-	return 0;
-}
-
-/* Objects come back constructed; each is destructed once. */
-static void pn_st_dtor(void __percpu *obj, void *priv)
-{
-	struct pn_st *st = priv;
-
-	if (!pn_st_check(obj, 0, PN_ST_CTOR_SIZE / 8, 0, true))
-		atomic_long_inc(&st->bad_dtor);
-	atomic_long_inc(&st->destructed);
-}
-
-/* Verify a parked object and free it. */
-static void pn_st_release(struct pn_st *st, void __percpu *ptr, unsigned int words,
-			  bool ctor, u64 tag)
-{
-	if (ctor) {
-		/* word 0 stays constructed, the owner stamp is in 1.. */
-		if (!pn_st_check(ptr, 0, 1, 0, true) ||
-		    !pn_st_check(ptr, 1, words, tag, false))
-			atomic_long_inc(&st->corrupt);
-		pn_st_stamp(ptr, 1, words, 0, true);
-		pn_cache_free(st->ctor_cache, ptr);
-	} else {
-		if (!pn_st_check(ptr, 0, words, tag, false))
-			atomic_long_inc(&st->corrupt);
-		pn_free_percpu(ptr);
-	}
-	atomic_long_inc(&st->frees);
-}
-
-static bool pn_zeroed(void __percpu *obj, size_t bytes)
-{
-	unsigned int cpu;
-
-	for_each_possible_cpu(cpu)
-		if (memchr_inv(per_cpu_ptr(obj, cpu), 0, bytes))
-			return false;
-	return true;
-}
-
-static int pn_st_worker(struct pn_run *run, unsigned int idx, void *arg)
-{
-	struct pn_st *st = arg;
-	u64 rnd = st->seed ^ (0x9e3779b97f4a7c15ULL * (idx + 1));
-	u64 serial = 0, n = 0;
-	struct pn_st_slot *s;
-	void __percpu *ptr;
-	unsigned int words;
-	bool ctor;
-	u64 tag;
-
-	while (!pn_should_stop(run)) {
-		u32 r = pn_rand_state(&rnd);
-
-		s = &st->slots[r % st->nr_slots];
-		spin_lock(&s->lock);
-		ptr = s->ptr;
-		words = s->words;
-		ctor = s->ctor;
-		tag = s->tag;
-		s->ptr = NULL;
-		spin_unlock(&s->lock);
-
-		if (ptr) {
-			pn_st_release(st, ptr, words, ctor, tag);
-		} else {
-			gfp_t gfp = (r >> 8) % 16 ? GFP_KERNEL : GFP_NOWAIT;
-			size_t size;
-
-			ctor = !((r >> 12) % 4);
-			tag = ((u64)(idx + 1) << 48) | ++serial;
-			if (ctor) {
-				words = PN_ST_CTOR_SIZE / 8;
-				ptr = pn_cache_alloc(st->ctor_cache, gfp);
-			} else {
-				size = 8 * (1 + pn_rand_state(&rnd) % (st->max_size / 8));
-				if (!((r >> 16) % 64))
-					size = PN_ALLOC_MAX_SIZE;
-				words = size / 8;
-				ptr = pn_alloc_percpu_gfp(size, 8U << ((r >> 24) % 4), gfp);
-			}
-			if (!ptr) {
-				atomic_long_inc(gfp == GFP_KERNEL ? &st->nomem :
-						&st->nowait_fail);
-				goto next;
-			}
-			atomic_long_inc(&st->allocs);
-			if (ctor) {
-				if (!pn_st_check(ptr, 0, words, 0, true))
-					atomic_long_inc(&st->unconstructed);
-			} else if (!pn_zeroed(ptr, words * 8)) {
-				atomic_long_inc(&st->unzeroed);
-			}
-			pn_st_stamp(ptr, ctor ? 1 : 0, words, tag, false);
-
-			spin_lock(&s->lock);
-			if (!s->ptr) {
-				s->ptr = ptr;
-				s->words = words;
-				s->ctor = ctor;
-				s->tag = tag;
-				ptr = NULL;
-			}
-			spin_unlock(&s->lock);
-			if (ptr)
-				pn_st_release(st, ptr, words, ctor, tag);
-		}
-next:
-		if (!idx && !(n & 4095)) {
-			pn_alloc_reclaim(ULONG_MAX);
-			pn_cache_shrink(st->ctor_cache);
-			atomic_long_inc(&st->reclaims);
-		}
-		if (!(++n & 31))
-			cond_resched();
-	}
-	return 0;
-}
-
-/*
- * Objects in use in the size classes (direct objects included); chunk
- * creations that failed for a caller and for maint_work.
- */
-static u64 pn_sized_in_use(u64 *chunk_fails, u64 *reserve_fails)
-{
-	struct pn_cache_stats s;
-	unsigned int i;
-	u64 n = atomic_long_read(&pn_sized_direct);
-
-	*chunk_fails = 0;
-	*reserve_fails = 0;
-	for (i = 0; i < PN_NR_CLASSES; i++) {
-		pn_cache_get_stats(pn_size_caches[i], &s);
-		n += s.in_use;
-		*chunk_fails += s.chunk_fails - s.reserve_fails;
-		*reserve_fails += s.reserve_fails;
-	}
-	return n;
-}
-
-static int pn_alloc_stress(struct pn_run *run)
-{
-	u64 in_use0, in_use1, fails0, fails1, rfails0, rfails1;
-	unsigned long leaked, injected;
-	struct pn_cache_stats cs;
-	struct pn_st *st;
-	unsigned int i;
-	int ret = -ENOMEM;
-
-	st = kzalloc(sizeof(*st), GFP_KERNEL);
-	if (!st)
-		return -ENOMEM;
-	st->nr_slots = (run->p.objects ? : 256) * run->p.threads;
-	st->max_size = ALIGN(run->p.size ? : 512, 8);
-	st->seed = run->p.seed;
-	st->slots = kvcalloc(st->nr_slots, sizeof(*st->slots), GFP_KERNEL);
-	if (!st->slots)
-		goto free_st;
-	for (i = 0; i < st->nr_slots; i++)
-		spin_lock_init(&st->slots[i].lock);
-	st->ctor_cache = pn_cache_create("stress-ctor", PN_ST_CTOR_SIZE, 0, 0,
-					 pn_st_ctor, pn_st_dtor, st);
-	if (IS_ERR(st->ctor_cache)) {
-		ret = PTR_ERR(st->ctor_cache);
-		goto free_slots;
-	}
-
-	in_use0 = pn_sized_in_use(&fails0, &rfails0);
-	pn_fault_arm(run);
-	ret = pn_run_threads(run, run->p.threads, run->p.pin, run->p.duration_ms,
-			     pn_st_worker, st);
-	pn_fault_disarm(run);
-	injected = pn_fault_injected(PN_FAULT_CHUNK) +
-		   pn_fault_injected(PN_FAULT_CTOR);
-	for (i = 0; i < st->nr_slots; i++)
-		if (st->slots[i].ptr)
-			pn_st_release(st, st->slots[i].ptr, st->slots[i].words,
-				      st->slots[i].ctor, st->slots[i].tag);
-	in_use1 = pn_sized_in_use(&fails1, &rfails1);
-	pn_cache_get_stats(st->ctor_cache, &cs);
-	fails1 += cs.chunk_fails - cs.reserve_fails;
-	rfails1 += cs.reserve_fails;
-	leaked = pn_cache_destroy(st->ctor_cache);	/* runs the destructors */
-
-	pn_printf(run, "allocs=%ld frees=%ld nomem=%ld nowait_fail=%ld reclaims=%ld corrupt=%ld unzeroed=%ld unconstructed=%ld leaked=%llu ",
-		  atomic_long_read(&st->allocs), atomic_long_read(&st->frees),
-		  atomic_long_read(&st->nomem), atomic_long_read(&st->nowait_fail),
-		  atomic_long_read(&st->reclaims), atomic_long_read(&st->corrupt),
-		  atomic_long_read(&st->unzeroed),
-		  atomic_long_read(&st->unconstructed),
-		  (u64)leaked + (in_use1 - in_use0));
-	if (atomic_long_read(&st->corrupt))
-		pn_fail(run, "stamp_mismatch");
-	if (atomic_long_read(&st->unzeroed))
-		pn_fail(run, "not_zeroed");
-	if (atomic_long_read(&st->unconstructed))
-		pn_fail(run, "not_constructed");
-	if (run->p.faults) {
-		pn_printf(run, "chunk_fails=%llu constructed=%ld destructed=%ld ",
-			  fails1 - fails0, atomic_long_read(&st->constructed),
-			  atomic_long_read(&st->destructed));
-		/* every failed chunk creation reached one caller as NULL */
-		if (atomic_long_read(&st->nomem) != fails1 - fails0)
-			pn_fail(run, "enomem_not_propagated");
-		/*
-		 * every injected fault failed a chunk creation, for a caller
-		 * or for the reserve's refill (maint_work)
-		 */
-		if (fails1 - fails0 + rfails1 - rfails0 < injected)
-			pn_fail(run, "injected_fault_lost");
-	} else if (atomic_long_read(&st->nomem)) {
-		pn_fail(run, "enomem");
-	}
-	if (atomic_long_read(&st->constructed) !=
-	    atomic_long_read(&st->destructed))
-		pn_fail(run, "ctor_dtor_mismatch");
-	if (atomic_long_read(&st->bad_dtor))
-		pn_fail(run, "dtor_on_unconstructed");
-	if (leaked || in_use1 != in_use0)
-		pn_fail(run, "leak");
-	if (atomic_long_read(&st->allocs) != atomic_long_read(&st->frees))
-		pn_fail(run, "alloc_free_mismatch");
-free_slots:
-	kvfree(st->slots);
-free_st:
-	kfree(st);
-	return ret;
-}
-
-/*
- * Bench: each operation is one allocation plus one free, done in batches
- * (batch= allocations, then as many frees; default 1000).  The kernel's
- * baseline is __alloc_percpu_gfp()/free_percpu() with the same size and
- * batch, measured in the same run; then both again with one worker per
- * thread.  A constructor cache (objects kept constructed, no zeroing) is
- * measured too.  Memory held per object is printed as comment lines.
- */
-enum pn_bench_kind { PN_B_SIZED, PN_B_CACHE, PN_B_KERNEL };
-
-struct pn_bench {
-	enum pn_bench_kind kind;
-	struct pn_cache *cache;
-	size_t size;
-	unsigned int batch;
-	void __percpu ***objs;		/* [worker][batch] */
-	u64 *ops;			/* per worker */
-	atomic_t nomem;
-};
-
-static int pn_bench_worker(struct pn_run *run, unsigned int idx, void *arg)
-{
-	struct pn_bench *b = arg;
-	void __percpu **o = b->objs[idx];
-	unsigned int i, got;
-	u64 ops = 0;
-
-	while (!pn_should_stop(run)) {
-		for (got = 0; got < b->batch; got++) {
-			switch (b->kind) {
-			case PN_B_SIZED:
-				o[got] = pn_alloc_percpu_gfp(b->size, 8, GFP_KERNEL);
-				break;
-			case PN_B_CACHE:
-				o[got] = pn_cache_alloc(b->cache, GFP_KERNEL);
-				break;
-			default:
-				o[got] = __alloc_percpu_gfp(b->size, 8, GFP_KERNEL);
-				break;
-			}
-			if (!o[got]) {
-				atomic_inc(&b->nomem);
-				break;
-			}
-		}
-		for (i = 0; i < got; i++) {
-			switch (b->kind) {
-			case PN_B_SIZED:
-				pn_free_percpu(o[i]);
-				break;
-			case PN_B_CACHE:
-				pn_cache_free(b->cache, o[i]);
-				break;
-			default:
-				free_percpu(o[i]);
-				break;
-			}
-		}
-		ops += got;
-		cond_resched();
-	}
-	b->ops[idx] = ops;
-	return 0;
-}
-
-static int pn_bench_phase(struct pn_run *run, struct pn_bench *b,
-			  enum pn_bench_kind kind, unsigned int threads,
-			  u64 *ops, u64 *ns)
-{
-	unsigned int i;
-	int ret;
-
-	b->kind = kind;
-	memset(b->ops, 0, sizeof(*b->ops) * run->p.threads);
-	ret = pn_run_threads(run, threads, run->p.pin, run->p.duration_ms,
-			     pn_bench_worker, b);
-	*ns = run->phase_ns;
-	*ops = 0;
-	for (i = 0; i < threads; i++)
-		*ops += b->ops[i];
-	if (!ret && atomic_read(&b->nomem))
-		ret = -ENOMEM;
-	return ret;
-}
-
-static u64 pn_per_sec(u64 ops, u64 ns)
-{
-	return ns ? mul_u64_u64_div_u64(ops, NSEC_PER_SEC, ns) : 0;
-}
-
-/* Print aggregate/(threads * single) in hundredths. */
-static void pn_bench_scaling(struct pn_run *run, const char *what, u64 o1,
-			     u64 n1, u64 on, u64 nn, unsigned int threads)
-{
-	u64 r1 = pn_per_sec(o1, n1), rn = pn_per_sec(on, nn);
-	u64 eff = r1 ? div64_u64(rn * 100, r1 * threads) : 0;
-
-	pn_printf(run, "# scaling %s: 1 thread %llu/s, %u threads %llu/s, efficiency %llu.%02llu\n",
-		  what, r1, threads, rn, eff / 100, eff % 100);
-}
-
-static void pn_bench_memory(struct pn_run *run, size_t size, unsigned int nr)
-{
-	struct pn_cache_stats st;
-	void __percpu **o;
-	struct pn_cache *c;
-	unsigned int i, got = 0;
-	u64 kernel;
-
-	o = kvcalloc(nr, sizeof(*o), GFP_KERNEL);
-	c = pn_cache_create("bench-mem", size, 8, PN_CACHE_ZERO, NULL, NULL, NULL);
-	if (!o || IS_ERR(c))
-		goto out;
-	for (got = 0; got < nr; got++) {
-		o[got] = pn_cache_alloc(c, GFP_KERNEL);
-		if (!o[got])
-			break;
-	}
-	pn_cache_get_stats(c, &st);
-	/* The kernel: 4-byte granules on every possible CPU, +1 bitmap bit/granule. */
-	kernel = (u64)ALIGN(size, 4) * num_possible_cpus() +
-		 DIV_ROUND_UP(ALIGN(size, 4) / 4, 8);
-	if (got)
-		pn_printf(run, "# memory size=%zu objects=%u possible_cpus=%u: ours %llu bytes/object (%llu chunks), kernel ~%llu bytes/object, ratio %llu%%\n",
-			  size, got, num_possible_cpus(), div_u64(st.mem_bytes, got),
-			  st.chunks, kernel,
-			  div64_u64(div_u64(st.mem_bytes, got) * 100, kernel));
-	for (i = 0; i < got; i++)
-		pn_cache_free(c, o[i]);
-out:
-	if (!IS_ERR_OR_NULL(c))
-		pn_cache_destroy(c);
-	kvfree(o);
-}
-
-static int pn_alloc_bench(struct pn_run *run)
-{
-	unsigned int threads = run->p.threads, i;
-	u64 k1, k1ns, kn, knns, o1, o1ns, on, onns;
-	struct pn_bench *b;
-	char name[48];
-	int ret = -ENOMEM;
-
-	b = kzalloc(sizeof(*b), GFP_KERNEL);
-	if (!b)
-		return -ENOMEM;
-	b->size = run->p.size ? : 16;
-	b->batch = run->p.batch ? : 1000;
-	b->ops = kcalloc(threads, sizeof(*b->ops), GFP_KERNEL);
-	b->objs = kcalloc(threads, sizeof(*b->objs), GFP_KERNEL);
-	if (!b->ops || !b->objs)
-		goto out;
-	for (i = 0; i < threads; i++) {
-		b->objs[i] = kvcalloc(b->batch, sizeof(**b->objs), GFP_KERNEL);
-		if (!b->objs[i])
-			goto out;
-	}
-	b->cache = pn_cache_create("bench-ctor", b->size, 8, 0, pn_st_ctor_any,
-				   NULL, &b->size);
-	if (IS_ERR(b->cache)) {
-		ret = PTR_ERR(b->cache);
-		b->cache = NULL;
-		goto out;
-	}
-	pn_printf(run, "# size=%zu batch=%u (batch allocations, then batch frees; one op = alloc + free)\n",
-		  b->size, b->batch);
-
-	ret = pn_bench_phase(run, b, PN_B_SIZED, 1, &o1, &o1ns);
-	if (!ret)
-		ret = pn_bench_phase(run, b, PN_B_KERNEL, 1, &k1, &k1ns);
-	if (ret)
-		goto out;
-	pn_bench_row(run, "pn_alloc_percpu 1 thread", o1, o1ns,
-		     "__alloc_percpu 1 thread", k1, k1ns);
-
-	ret = pn_bench_phase(run, b, PN_B_SIZED, threads, &on, &onns);
-	if (!ret)
-		ret = pn_bench_phase(run, b, PN_B_KERNEL, threads, &kn, &knns);
-	if (ret)
-		goto out;
-	snprintf(name, sizeof(name), "pn_alloc_percpu %u threads", threads);
-	pn_bench_row(run, name, on, onns, "__alloc_percpu same threads", kn, knns);
-	pn_bench_scaling(run, "pn_alloc_percpu", o1, o1ns, on, onns, threads);
-	pn_bench_scaling(run, "__alloc_percpu", k1, k1ns, kn, knns, threads);
-
-	ret = pn_bench_phase(run, b, PN_B_CACHE, 1, &o1, &o1ns);
-	if (ret)
-		goto out;
-	pn_bench_row(run, "ctor cache 1 thread", o1, o1ns,
-		     "__alloc_percpu 1 thread", k1, k1ns);
-	ret = pn_bench_phase(run, b, PN_B_CACHE, threads, &on, &onns);
-	if (ret)
-		goto out;
-	snprintf(name, sizeof(name), "ctor cache %u threads", threads);
-	pn_bench_row(run, name, on, onns, "__alloc_percpu same threads", kn, knns);
-	pn_bench_scaling(run, "ctor cache", o1, o1ns, on, onns, threads);
-
-	pn_bench_memory(run, b->size, run->p.objects ? : 1000);
-out:
-	if (b->cache)
-		pn_cache_destroy(b->cache);
-	for (i = 0; b->objs && i < threads; i++)
-		kvfree(b->objs[i]);
-	kfree(b->objs);
-	kfree(b->ops);
-	kfree(b);
-	return ret;
-}
-
-const struct pn_test pn_alloc_test = {
-	.name = "alloc",
-	.desc = "pcpu_alloc: random sizes stamped on every CPU, cross-CPU frees; bench vs __alloc_percpu",
-	.def_duration_ms = 1000,
-	.stress = pn_alloc_stress,
-	.bench = pn_alloc_bench,
-	.faults = true,
-};

@@ -8,11 +8,20 @@
  *
  * Work that must run on a given CPU goes through work_on_cpu(): a per-CPU
  * kworker, bound to that CPU, is the pinned kthread.
+ *
+ * The suite is built whenever the kernel has KUnit, with or without the
+ * test harness (torture/), so it uses the library's API, its test hooks
+ * (internal/pcpu_alloc.h) and the module core's fault sites
+ * (internal/core.h), never the harness.  Objects in use are asserted on
+ * pn_cache_stats.in_use, which the library derives from its chunk
+ * accounting whatever CONFIG_PCPU_NEXT_STATS says; with the fast-path
+ * statistics compiled in, allocs - frees must say the same.
  */
 
 #include <kunit/test.h>
 #include <linux/cpu.h>
 #include <linux/cpumask.h>
+#include <linux/fault-inject.h>
 #include <linux/irqflags.h>
 #include <linux/kthread.h>
 #include <linux/rcupdate.h>
@@ -24,12 +33,33 @@
 #include <linux/string.h>
 #include <linux/workqueue.h>
 
-#include "internal/core.h"
-#include "torture/torture.h"
 #include <pcpu_next/pcpu_alloc.h>
-#include <pcpu_next/trace_pcpu_alloc.h>
+
+#include "internal/core.h"
+#include "internal/pcpu_alloc.h"
+#include "internal/trace_pcpu_alloc.h"
 
 #define PN_PATTERN	0x5eedf00dULL
+
+/* allocs - frees, clamped: what in_use was before it was derived. */
+static u64 pn_counted_in_use(const struct pn_cache_stats *st)
+{
+	return st->allocs > st->frees ? st->allocs - st->frees : 0;
+}
+
+/*
+ * @n objects of the cache in use in the snapshot @st: by the chunk
+ * accounting, and by the fast-path counters when they are compiled in.
+ */
+#define PN_EXPECT_IN_USE(test, st, n) do {				\
+	const struct pn_cache_stats *__st = (st);			\
+	struct kunit *__test = (test);					\
+	u64 __n = (n);							\
+									\
+	KUNIT_EXPECT_EQ(__test, __st->in_use, __n);			\
+	if (IS_ENABLED(CONFIG_PCPU_NEXT_STATS))				\
+		KUNIT_EXPECT_EQ(__test, pn_counted_in_use(__st), __n);	\
+} while (0)
 
 static unsigned long pn_kaddr(const void __percpu *p)
 {
@@ -309,7 +339,7 @@ static void pn_test_ctor_dtor(struct kunit *test)
 	}
 	pn_unpin_self();
 	pn_cache_get_stats(c, &st);
-	KUNIT_EXPECT_EQ(test, st.in_use, 0ULL);
+	PN_EXPECT_IN_USE(test, &st, 0);
 	KUNIT_EXPECT_EQ(test, st.chunks, 2ULL);
 
 	/* Shrink: every object is back in a chunk, chunks and objects die. */
@@ -348,7 +378,7 @@ static void pn_test_ctor_failure(struct kunit *test)
 	pn_cache_get_stats(c, &st);
 	KUNIT_EXPECT_EQ(test, st.chunks, 0ULL);
 	KUNIT_EXPECT_EQ(test, st.chunk_fails, 1ULL);
-	KUNIT_EXPECT_EQ(test, st.in_use, 0ULL);
+	PN_EXPECT_IN_USE(test, &st, 0);
 
 	s.fail_at = -1;
 	p = pn_cache_alloc(c, GFP_KERNEL);
@@ -431,7 +461,7 @@ static void pn_test_cross_cpu_free(struct kunit *test)
 	cpus_read_unlock();
 
 	pn_cache_get_stats(x->c, &st);
-	KUNIT_EXPECT_EQ(test, st.in_use, 0ULL);
+	PN_EXPECT_IN_USE(test, &st, 0);
 	/* Everything goes back to its chunk: every chunk is released. */
 	KUNIT_EXPECT_EQ(test, pn_cache_shrink(x->c),
 			(unsigned long)st.chunks * pn_cache_objs_per_chunk(x->c));
@@ -469,7 +499,7 @@ static void pn_test_shrinker_reclaim(struct kunit *test)
 	pn_cache_get_stats(x->c, &st);
 	before = st.chunks;
 	KUNIT_EXPECT_EQ(test, before, (u64)DIV_ROUND_UP(PN_XCPU_N, n));
-	KUNIT_EXPECT_EQ(test, st.in_use, 0ULL);
+	PN_EXPECT_IN_USE(test, &st, 0);
 	/* The CPU keeps at most two magazines; the rest is reclaimable. */
 	KUNIT_EXPECT_LE(test, st.cpu_cached, 32ULL);
 	KUNIT_EXPECT_GT(test, pn_alloc_reclaim_count(), 0UL);
@@ -536,7 +566,7 @@ static void pn_test_destroy_leaked(struct kunit *test)
 
 		pn_cache_get_stats(c, &st);
 		KUNIT_EXPECT_EQ(test, st.double_frees, 1ULL);
-		KUNIT_EXPECT_EQ(test, st.in_use, 0ULL);
+		PN_EXPECT_IN_USE(test, &st, 0);
 	}
 }
 
@@ -611,29 +641,51 @@ static void pn_test_injected_failures(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, atomic_read(&s.ctor), atomic_read(&s.dtor));
 }
 
+#ifdef CONFIG_FAULT_INJECTION
 /*
- * The stress fault window (faults=) reaches chunk creation through its
- * fault_attr: at 1000 per mille every chunk creation in the window fails
- * (each counted once, the caller gets NULL, no constructor runs), and
- * after the window they work again.
+ * Open or close a fault window on every site of the module core, as a
+ * stress line's faults= does (the harness's pn_fault_arm()), at @pct
+ * percent: counts reset, unlimited times, no task filter.  Closing puts
+ * every attr back to its load-time settings.
+ */
+static void pn_fault_window(bool open, unsigned long pct)
+{
+	struct fault_attr *attr;
+	unsigned int i;
+
+	for (i = 0; i < PN_FAULT_NR_SITES; i++) {
+		attr = pn_fault_attr(i);
+		pn_fault_attr_reset(attr);
+		if (!open)
+			continue;
+		pn_fault_reset_count(i);
+		atomic_set(&attr->times, -1);
+		WRITE_ONCE(attr->probability, pct);
+	}
+}
+#endif
+
+/*
+ * A fault window (faults=) reaches chunk creation through its fault_attr:
+ * at 100 percent (faults=1000) every chunk creation in the window fails
+ * (each counted once, the caller gets NULL, no constructor runs), the
+ * stress constructor's site is reached by nothing of the library, and
+ * after the window chunk creations work again.
  */
 static void pn_test_fault_window(struct kunit *test)
 {
 #ifdef CONFIG_FAULT_INJECTION
-	struct pn_run *run = kunit_kzalloc(test, sizeof(*run), GFP_KERNEL);
 	struct pn_ctor_state s = { .fail_at = -1 };
 	struct pn_cache_stats st;
 	struct pn_cache *c;
 	void __percpu *p;
 	unsigned int i;
 
-	KUNIT_ASSERT_NOT_NULL(test, run);
 	c = pn_kunit_cache(test, "kunit-faults", 64, 0, pn_ctor, pn_dtor, &s);
-	run->p.faults = PN_MAX_FAULTS;
-	pn_fault_arm(run);
+	pn_fault_window(true, 100);
 	for (i = 0; i < 3; i++)
 		KUNIT_EXPECT_EQ(test, pn_kaddr(pn_cache_alloc(c, GFP_KERNEL)), 0UL);
-	pn_fault_disarm(run);
+	pn_fault_window(false, 0);
 	KUNIT_EXPECT_GE(test, pn_fault_injected(PN_FAULT_CHUNK), 3UL);
 	KUNIT_EXPECT_EQ(test, pn_fault_injected(PN_FAULT_CTOR), 0UL);
 	KUNIT_EXPECT_EQ(test, atomic_read(&s.ctor), 0);
@@ -683,7 +735,7 @@ static void pn_test_nonblocking(struct kunit *test)
 	pn_cache_free(c, p);
 	pn_cache_get_stats(c, &st);
 	KUNIT_EXPECT_EQ(test, st.direct_live, 0ULL);
-	KUNIT_EXPECT_EQ(test, st.in_use, 0ULL);
+	PN_EXPECT_IN_USE(test, &st, 0);
 
 	/* The maintenance work filled the reserve: served from the cache. */
 	pn_cache_flush_work(c);
@@ -806,7 +858,7 @@ static void pn_test_atomic_reserve(struct kunit *test)
 	for (i = 0; i < n; i++)
 		pn_cache_free(a->c, objs[i]);
 	pn_cache_get_stats(a->c, &st);
-	KUNIT_EXPECT_EQ(test, st.in_use, 0ULL);
+	PN_EXPECT_IN_USE(test, &st, 0);
 	KUNIT_EXPECT_EQ(test, pn_cache_destroy(a->c), 0UL);
 	KUNIT_EXPECT_EQ(test, atomic_read(&s.dtor), atomic_read(&s.ctor));
 }
@@ -850,7 +902,7 @@ static void pn_test_accounted(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, atomic_read(&s.dtor), 1);
 	pn_cache_get_stats(c, &st);
 	KUNIT_EXPECT_EQ(test, st.direct_live, 0ULL);
-	KUNIT_EXPECT_EQ(test, st.in_use, 0ULL);
+	PN_EXPECT_IN_USE(test, &st, 0);
 	KUNIT_EXPECT_EQ(test, pn_cache_destroy(c), 0UL);
 }
 
@@ -978,7 +1030,7 @@ static void pn_test_cache_bytes_bound(struct kunit *test)
 	pn_cache_get_stats(c, &st);
 	KUNIT_EXPECT_EQ(test, st.mag_cap, 0ULL);
 	KUNIT_EXPECT_EQ(test, st.cpu_cached, 0ULL);
-	KUNIT_EXPECT_EQ(test, st.in_use, 0ULL);
+	PN_EXPECT_IN_USE(test, &st, 0);
 	KUNIT_EXPECT_EQ(test, st.chunk_free_objs, st.chunks * pn_cache_objs_per_chunk(c));
 	KUNIT_EXPECT_GT(test, pn_cache_shrink(c), 0UL);
 	KUNIT_EXPECT_EQ(test, pn_cache_destroy(c), 0UL);
@@ -1165,7 +1217,7 @@ static void pn_test_free_does_not_allocate(struct kunit *test)
 	pn_cache_get_stats(x->c, &st);
 	/* Some frees found no empty magazine and went to the chunks. */
 	KUNIT_EXPECT_GT(test, st.chunk_free_objs, st0.chunk_free_objs);
-	KUNIT_EXPECT_EQ(test, st.in_use, 0ULL);
+	PN_EXPECT_IN_USE(test, &st, 0);
 	pn_cache_shrink(x->c);
 	KUNIT_EXPECT_EQ(test, pn_cache_destroy(x->c), 0UL);
 }
@@ -1261,7 +1313,7 @@ static void pn_test_debug_mode(struct kunit *test)
 	pn_cache_free(c, a);		/* double free: detected, ignored */
 	pn_cache_get_stats(c, &st);
 	KUNIT_EXPECT_EQ(test, st.double_frees, 1ULL);
-	KUNIT_EXPECT_EQ(test, st.in_use, 0ULL);
+	PN_EXPECT_IN_USE(test, &st, 0);
 
 	/* A freed object is poisoned on every possible CPU. */
 	KUNIT_EXPECT_TRUE(test, pn_all_bytes(a, 16, 0x6b));
@@ -1285,7 +1337,7 @@ static void pn_test_debug_mode(struct kunit *test)
 	pn_cache_free(c, (void __percpu *)((char __percpu *)a + 1));
 	pn_cache_get_stats(c, &st);
 	KUNIT_EXPECT_EQ(test, st.bad_frees, 1ULL);
-	KUNIT_EXPECT_EQ(test, st.in_use, 1ULL);
+	PN_EXPECT_IN_USE(test, &st, 1);
 
 	pn_cache_free(c, a);
 	KUNIT_EXPECT_EQ(test, pn_cache_destroy(c), 0UL);

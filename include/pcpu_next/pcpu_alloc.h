@@ -2,8 +2,12 @@
 /*
  * pcpu_next per-CPU object caches: a magazine-and-depot allocator on top
  * of the kernel's dynamic per-CPU allocator.  See pcpu_alloc.c for the
- * design.  Every object is a genuine `void __percpu *`: this_cpu_*() and
- * per_cpu_ptr() work on it exactly as on memory from alloc_percpu().
+ * design, and for the kernel-doc of every function declared here.  Every
+ * object is a genuine `void __percpu *`: this_cpu_*() and per_cpu_ptr()
+ * work on it exactly as on memory from alloc_percpu().
+ *
+ * This is the API for client modules and nothing else; what only the
+ * module's KUnit suite and test harness use is in internal/pcpu_alloc.h.
  */
 #ifndef _PCPU_NEXT_PCPU_ALLOC_H
 #define _PCPU_NEXT_PCPU_ALLOC_H
@@ -14,7 +18,10 @@
 
 struct pn_cache;
 
-/* Cache flags for pn_cache_create(). */
+/*
+ * Cache flags for pn_cache_create().  PN_CACHE_DEBUG costs the magazines:
+ * every operation of the cache goes to the chunk layer under its lock.
+ */
 #define PN_CACHE_ZERO	0x1U	/* alloc returns memory zeroed on every possible CPU */
 #define PN_CACHE_DEBUG	0x2U	/* poison/check, double-free detection, leak listing */
 #define PN_CACHE_VALID_FLAGS	(PN_CACHE_ZERO | PN_CACHE_DEBUG)
@@ -58,11 +65,18 @@ typedef void (*pn_dtor_t)(void __percpu *obj, void *priv);
 
 /**
  * struct pn_cache_stats - a snapshot of one cache's counters
- * @in_use: objects handed out and not yet freed (allocs - frees)
- * @allocs: successful allocations
- * @frees: frees
+ * @in_use: objects handed out and not yet freed: the objects of the
+ *	cache's chunks that are neither free in their chunk nor in a CPU's or
+ *	the depot's magazine, plus @direct_live.  Derived from the chunk
+ *	accounting, so kept without CONFIG_PCPU_NEXT_STATS, and exact while
+ *	the cache is quiet.  The sized API's direct objects belong to no
+ *	class and are not counted.
+ * @allocs: successful allocations (CONFIG_PCPU_NEXT_STATS, else 0)
+ * @frees: frees (CONFIG_PCPU_NEXT_STATS, else 0)
  * @mag_hits: allocations and frees served by the CPU's magazines alone
+ *	(CONFIG_PCPU_NEXT_STATS, else 0)
  * @mag_misses: allocations and frees that went to the depot
+ *	(CONFIG_PCPU_NEXT_STATS, else 0)
  * @depot_refills: full magazines handed from the depot to a CPU
  * @depot_flushes: full magazines handed from a CPU to the depot
  * @chunks: chunks currently held
@@ -131,31 +145,31 @@ void pn_cache_get_stats(struct pn_cache *cache, struct pn_cache_stats *st);
 void __percpu *pn_alloc_percpu_gfp(size_t size, size_t align, gfp_t gfp);
 void pn_free_percpu(void __percpu *ptr);
 
-/*
- * Typed conveniences, as alloc_percpu() and alloc_percpu_gfp(): a zeroed
- * per-CPU object of @type (at most PN_ALLOC_MAX_SIZE bytes), freed with
- * pn_free_percpu().
+struct pn_cache *pn_cache_of(void __percpu *ptr);
+
+/**
+ * pn_alloc_percpu_gfp_type() - typed pn_alloc_percpu_gfp(), as
+ *				alloc_percpu_gfp()
+ * @type: the object's type, at most PN_ALLOC_MAX_SIZE bytes
+ * @gfp: allocation flags, as for pn_alloc_percpu_gfp()
+ *
+ * Context: As pn_alloc_percpu_gfp().
+ * Return: a zeroed `typeof(type) __percpu *`, freed with pn_free_percpu(),
+ * or NULL.
  */
 #define pn_alloc_percpu_gfp_type(type, gfp)				\
 	((typeof(type) __percpu *)pn_alloc_percpu_gfp(sizeof(type),	\
 						      __alignof__(type), gfp))
-#define pn_alloc_percpu(type)	pn_alloc_percpu_gfp_type(type, GFP_KERNEL)
-struct pn_cache *pn_cache_of(void __percpu *ptr);
 
-/* Module-internal: init/exit, and hooks for the KUnit suite. */
-int pn_alloc_init(void);
-void pn_alloc_exit(void);
-void pn_alloc_inject_chunk_failures(unsigned int n);
-unsigned long pn_alloc_reclaim_count(void);
-unsigned long pn_alloc_reclaim(unsigned long nr);
-unsigned int pn_cache_cpu_objects(struct pn_cache *cache, unsigned int cpu);
-unsigned int pn_cache_objs_per_chunk(struct pn_cache *cache);
-void pn_cache_flush_work(struct pn_cache *cache);
-unsigned long pn_cache_scan(struct pn_cache *cache, unsigned long nr);
-#if IS_ENABLED(CONFIG_KUNIT)
-extern unsigned long pn_cpu_cache_bytes;	/* VISIBLE_IF_KUNIT */
-void pn_alloc_fail_releases(unsigned int n);	/* VISIBLE_IF_KUNIT */
-#endif
-bool pn_alloc_debug_forced(void);
+/**
+ * pn_alloc_percpu() - typed pn_alloc_percpu_gfp() with GFP_KERNEL, as
+ *		       alloc_percpu()
+ * @type: the object's type, at most PN_ALLOC_MAX_SIZE bytes
+ *
+ * Context: Process context, may sleep.
+ * Return: a zeroed `typeof(type) __percpu *`, freed with pn_free_percpu(),
+ * or NULL.
+ */
+#define pn_alloc_percpu(type)	pn_alloc_percpu_gfp_type(type, GFP_KERNEL)
 
 #endif /* _PCPU_NEXT_PCPU_ALLOC_H */

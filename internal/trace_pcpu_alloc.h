@@ -2,13 +2,16 @@
 /*
  * Tracepoints on the slow paths of pcpu_alloc: chunk creation and release,
  * depot refill (a full magazine to a CPU) and flush (a CPU's full magazine
- * to the depot).  No addresses are recorded.
+ * to the depot).  No addresses are recorded.  Private to the module (the
+ * tracepoints are not exported to other modules): pcpu_alloc.c defines
+ * them, the KUnit suite attaches probes; tracefs users see the events
+ * under events/pcpu_next_alloc/ whatever the header's place.
  */
 #undef TRACE_SYSTEM
 #define TRACE_SYSTEM pcpu_next_alloc
 
-#if !defined(_PCPU_NEXT_TRACE_PCPU_ALLOC_H) || defined(TRACE_HEADER_MULTI_READ)
-#define _PCPU_NEXT_TRACE_PCPU_ALLOC_H
+#if !defined(_PCPU_NEXT_INTERNAL_TRACE_PCPU_ALLOC_H) || defined(TRACE_HEADER_MULTI_READ)
+#define _PCPU_NEXT_INTERNAL_TRACE_PCPU_ALLOC_H
 
 #include <linux/tracepoint.h>
 
@@ -73,11 +76,14 @@ DEFINE_EVENT(pn_depot, pn_depot_flush,
 	TP_ARGS(cache, full_mags)
 );
 
-#endif /* _PCPU_NEXT_TRACE_PCPU_ALLOC_H */
+#endif /* _PCPU_NEXT_INTERNAL_TRACE_PCPU_ALLOC_H */
 
-/* Out of tree: define_trace.h finds this file through -I$(src)/include. */
+/*
+ * define_trace.h includes TRACE_INCLUDE_PATH/TRACE_INCLUDE_FILE.h, found
+ * through the module's -I$(src) (Kbuild), in tree and out of tree alike.
+ */
 #undef TRACE_INCLUDE_PATH
-#define TRACE_INCLUDE_PATH pcpu_next
+#define TRACE_INCLUDE_PATH internal
 #undef TRACE_INCLUDE_FILE
 #define TRACE_INCLUDE_FILE trace_pcpu_alloc
 #include <trace/define_trace.h>
