@@ -45,7 +45,11 @@
  * possible CPU like the kernel) with the kernel's own
  * __alloc_percpu_gfp()/free_percpu() of the same size and batch, measured
  * in the same run, first with one worker, then with threads= workers (and
- * prints the scaling efficiency of both); then a constructor cache
+ * prints the scaling efficiency of both); then both against the floor,
+ * the zeroing of the object on every possible CPU that the sized contract
+ * requires and nothing else (objects allocated up front, same batches):
+ * how far each allocator is above the work it cannot avoid; then a
+ * constructor cache
  * (objects kept constructed, no zeroing) against the same kernel
  * baseline.  The memory held per object by a cache, against the kernel
  * allocator's, is printed as a comment line.  A bench on a kernel built
@@ -392,7 +396,14 @@ free_st:
 
 /* ---- bench -------------------------------------------------------------- */
 
-enum pn_bench_kind { PN_B_SIZED, PN_B_CACHE, PN_B_KERNEL };
+/*
+ * PN_B_FLOOR is the work the sized API's contract requires and nothing
+ * else: zeroing an object of the size on every possible CPU, on objects
+ * allocated once up front.  Both allocators' sized rows are also printed
+ * as a ratio to it: 1.00 would be an allocator that costs nothing but the
+ * zeroing.
+ */
+enum pn_bench_kind { PN_B_SIZED, PN_B_CACHE, PN_B_KERNEL, PN_B_FLOOR };
 
 struct pn_bench {
 	enum pn_bench_kind kind;
@@ -400,6 +411,7 @@ struct pn_bench {
 	size_t size;
 	unsigned int batch;
 	void __percpu ***objs;		/* [worker][batch] */
+	void __percpu ***floor;		/* [worker][batch], PN_B_FLOOR's */
 	u64 *ops;			/* per worker */
 	atomic_t nomem;
 };
@@ -411,7 +423,17 @@ static int pn_bench_worker(struct pn_run *run, unsigned int idx, void *arg)
 	unsigned int i, got;
 	u64 ops = 0;
 
-	while (!pn_should_stop(run)) {
+	while (!pn_should_stop(run) && b->kind == PN_B_FLOOR) {
+		void __percpu **f = b->floor[idx];
+		unsigned int cpu;
+
+		for (i = 0; i < b->batch; i++)
+			for_each_possible_cpu(cpu)
+				memset(per_cpu_ptr(f[i], cpu), 0, b->size);
+		ops += b->batch;
+		cond_resched();
+	}
+	while (!pn_should_stop(run) && b->kind != PN_B_FLOOR) {
 		for (got = 0; got < b->batch; got++) {
 			switch (b->kind) {
 			case PN_B_SIZED:
@@ -519,10 +541,44 @@ out:
 	kvfree(o);
 }
 
+static void pn_bench_floor_free(struct pn_bench *b, unsigned int threads)
+{
+	unsigned int i, j;
+
+	for (i = 0; b->floor && i < threads; i++) {
+		for (j = 0; b->floor[i] && j < b->batch; j++)
+			free_percpu(b->floor[i][j]);
+		kvfree(b->floor[i]);
+	}
+	kfree(b->floor);
+	b->floor = NULL;
+}
+
+static int pn_bench_floor_objs(struct pn_bench *b, unsigned int threads)
+{
+	unsigned int i, j;
+
+	b->floor = kcalloc(threads, sizeof(*b->floor), GFP_KERNEL);
+	if (!b->floor)
+		return -ENOMEM;
+	for (i = 0; i < threads; i++) {
+		b->floor[i] = kvcalloc(b->batch, sizeof(**b->floor), GFP_KERNEL);
+		if (!b->floor[i])
+			return -ENOMEM;
+		for (j = 0; j < b->batch; j++) {
+			b->floor[i][j] = __alloc_percpu(b->size, 8);
+			if (!b->floor[i][j])
+				return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
 static int pn_alloc_bench(struct pn_run *run)
 {
 	unsigned int threads = run->p.threads, i;
-	u64 k1, k1ns, kn, knns, o1, o1ns, on, onns;
+	u64 k1, k1ns, kn, knns, o1, o1ns, on, onns, o1s, o1sns;
+	u64 f1, f1ns, fn, fnns;
 	struct pn_bench *b;
 	char name[48];
 	int ret = -ENOMEM;
@@ -558,6 +614,8 @@ static int pn_alloc_bench(struct pn_run *run)
 		goto out;
 	pn_bench_row(run, "pn_alloc_percpu 1 thread", o1, o1ns,
 		     "__alloc_percpu 1 thread", k1, k1ns);
+	o1s = o1;
+	o1sns = o1ns;
 
 	ret = pn_bench_phase(run, b, PN_B_SIZED, threads, &on, &onns);
 	if (!ret)
@@ -568,6 +626,25 @@ static int pn_alloc_bench(struct pn_run *run)
 	pn_bench_row(run, name, on, onns, "__alloc_percpu same threads", kn, knns);
 	pn_bench_scaling(run, "pn_alloc_percpu", o1, o1ns, on, onns, threads);
 	pn_bench_scaling(run, "__alloc_percpu", k1, k1ns, kn, knns, threads);
+
+	/* The floor: the zeroing the sized contract needs, nothing else. */
+	ret = pn_bench_floor_objs(b, threads);
+	if (!ret)
+		ret = pn_bench_phase(run, b, PN_B_FLOOR, 1, &f1, &f1ns);
+	if (!ret)
+		ret = pn_bench_phase(run, b, PN_B_FLOOR, threads, &fn, &fnns);
+	if (ret)
+		goto out;
+	pn_printf(run, "# floor: zeroing %zu bytes on each of %u possible CPUs per op; ratio = allocator / floor (1.00: only the zeroing)\n",
+		  b->size, num_possible_cpus());
+	pn_bench_row(run, "pn_alloc_percpu 1 thread", o1s, o1sns,
+		     "zeroing floor 1 thread", f1, f1ns);
+	pn_bench_row(run, "__alloc_percpu 1 thread", k1, k1ns,
+		     "zeroing floor 1 thread", f1, f1ns);
+	snprintf(name, sizeof(name), "pn_alloc_percpu %u threads", threads);
+	pn_bench_row(run, name, on, onns, "zeroing floor same threads", fn, fnns);
+	snprintf(name, sizeof(name), "__alloc_percpu %u threads", threads);
+	pn_bench_row(run, name, kn, knns, "zeroing floor same threads", fn, fnns);
 
 	ret = pn_bench_phase(run, b, PN_B_CACHE, 1, &o1, &o1ns);
 	if (ret)
@@ -585,6 +662,7 @@ static int pn_alloc_bench(struct pn_run *run)
 out:
 	if (b->cache)
 		pn_cache_destroy(b->cache);
+	pn_bench_floor_free(b, threads);
 	for (i = 0; b->objs && i < threads; i++)
 		kvfree(b->objs[i]);
 	kfree(b->objs);
