@@ -553,6 +553,21 @@ static int lazy_bench(struct pn_run *run)
 			LB_UPGRADE_LIFE, "percpu_counter init+destroy x4",
 			LB_PCPU_LIFE, &ret);
 
+	/*
+	 * The same lifetimes from every worker at once (fork/exit on many
+	 * CPUs): percpu_counter's init and destroy take the global
+	 * percpu_counters_lock (with CONFIG_HOTPLUG_CPU), ours no global
+	 * lock.  b->nr is still 4.
+	 */
+	b->target = LAZY_COUNTER_FLAT;
+	lazy_bench_pair(run, b, threads, "all threads: upgrade(flat) x4",
+			LB_UPGRADE_LIFE, "all threads: percpu_counter x4",
+			LB_PCPU_LIFE, &ret);
+	b->target = LAZY_COUNTER_TREE;
+	lazy_bench_pair(run, b, threads, "all threads: upgrade(tree) x4",
+			LB_UPGRADE_LIFE, "all threads: percpu_counter x4",
+			LB_PCPU_LIFE, &ret);
+
 	/* add_local: each worker its own counter, lazy then upgraded. */
 	lazy_counter_init_many(b->own, 0, threads);
 	lazy_bench_pair(run, b, threads, "add_local (lazy)", LB_ADD_LOCAL,
