@@ -198,8 +198,9 @@
  *
  * Targets.  An upgrade target is a struct lazy_target_ops: setup/teardown
  * of a group's storage and add/read/sum/slack of one slot, chosen per
- * array at upgrade time.  The flat target is called directly on the hot
- * path; other targets through the table.  The tree target
+ * array at upgrade time.  Both targets are called directly on the add
+ * path (no indirect call, which retpolines and IBT make dear); reads,
+ * sums and setup go through the table.  The tree target
  * (LAZY_COUNTER_TREE) puts each counter of the array on a hierarchical
  * counter tree (counter_tree.c): all trees' level-0 counters in one
  * per-CPU allocation, trees and items in one kmalloc(); its precise sum
@@ -297,7 +298,6 @@ struct lazy_group;
  *	   sleeps only if that gfp may block (a non-blocking upgrade calls it
  *	   with GFP_ATOMIC or GFP_NOWAIT, possibly under a spinlock_t)
  * @teardown: undo @setup; any context except NMI
- * @add: add to one slot; any context except NMI
  * @read: fast approximate value of one slot (without base)
  * @sum: exact value of one slot (without base)
  * @slack: largest |read - sum| of one slot at quiescence
@@ -306,7 +306,6 @@ struct lazy_target_ops {
 	const char *name;
 	int (*setup)(struct lazy_group *g, gfp_t gfp);
 	void (*teardown)(struct lazy_group *g);
-	void (*add)(struct lazy_slot *s, s64 amount);
 	s64 (*read)(struct lazy_slot *s);
 	s64 (*sum)(struct lazy_slot *s);
 	u64 (*slack)(struct lazy_slot *s);
@@ -637,7 +636,6 @@ static const struct lazy_target_ops lazy_flat_ops = {
 	.name = "flat",
 	.setup = lazy_flat_setup,
 	.teardown = lazy_flat_teardown,
-	.add = lazy_flat_add,
 	.read = lazy_flat_read,
 	.sum = lazy_flat_sum,
 	.slack = lazy_flat_slack,
@@ -719,11 +717,13 @@ static const struct lazy_target_ops lazy_tree_ops = {
 	.name = "tree",
 	.setup = lazy_tree_setup,
 	.teardown = lazy_tree_teardown,
-	.add = lazy_tree_add,
 	.read = lazy_tree_read,
 	.sum = lazy_tree_sum,
 	.slack = lazy_tree_slack,
 };
+
+/* __lazy_counter_add_upgraded() knows exactly these two. */
+static_assert(LAZY_COUNTER_NR_TARGETS == 2);
 
 static const struct lazy_target_ops *const lazy_targets[LAZY_COUNTER_NR_TARGETS] = {
 	[LAZY_COUNTER_FLAT] = &lazy_flat_ops,
@@ -774,10 +774,11 @@ void __lazy_counter_add_upgraded(const struct lazy_counter *c, s64 amount)
 		lazy_misuse("add");
 		return;
 	}
+	/* Both targets called directly: no indirect call on the add path. */
 	if (likely(s->ops == &lazy_flat_ops))
 		lazy_flat_add(s, amount);
 	else
-		s->ops->add(s, amount);
+		lazy_tree_add(s, amount);
 }
 EXPORT_SYMBOL_GPL(__lazy_counter_add_upgraded);
 
