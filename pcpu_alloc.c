@@ -329,26 +329,35 @@ struct pn_chunk {
 };
 
 struct pn_cache {
-	char name[PN_CACHE_NAME_MAX];
-	unsigned int size;		/* object stride, multiple of align */
-	unsigned int align;
+	/*
+	 * Read by every pn_cache_alloc()/pn_cache_free() and by the sized
+	 * API's fast path, and written only at creation (nr_direct: by the
+	 * rare direct objects; reserve_on: once): the first cache line, and
+	 * nothing else on it.  Checked by the static_assert below; pahole
+	 * output in the closing note of issue 13.
+	 */
+	struct pn_cpu_cache __percpu *cpu;
 	unsigned int flags;
-	unsigned int nr_objs;		/* objects per chunk */
-	unsigned int chunk_bytes;	/* nr_objs * size */
+	unsigned int size;		/* object stride, multiple of align */
 	unsigned int mag_cap;		/* 0: magazine-less (PN_CACHE_NOMAGS) */
-	unsigned int depot_max;		/* full magazines the depot keeps */
-	unsigned int reserve;		/* free chunk objects kept for atomic callers */
+	unsigned int align;
+	pn_ctor_t ctor;
+	atomic_long_t nr_direct;	/* live direct objects (not the sized API's) */
 	bool sized;			/* a size class of the sized API */
 	bool reserve_on;		/* a non-blocking request was seen */
 	bool dead;			/* destroyed with live objects */
-	pn_ctor_t ctor;
+
+	/* Read-mostly, slow paths only. */
+	char name[PN_CACHE_NAME_MAX] ____cacheline_aligned_in_smp;
+	unsigned int nr_objs;		/* objects per chunk */
+	unsigned int chunk_bytes;	/* nr_objs * size */
+	unsigned int depot_max;		/* full magazines the depot keeps */
+	unsigned int reserve;		/* free chunk objects kept for atomic callers */
 	pn_dtor_t dtor;
 	void *priv;
-	struct pn_cpu_cache __percpu *cpu;
-	atomic_long_t nr_direct;	/* live direct objects (not the sized API's) */
 
 	/* lock protects everything from here to the end of the depot block */
-	spinlock_t lock;
+	spinlock_t lock ____cacheline_aligned_in_smp;
 	struct list_head full_mags;
 	struct list_head empty_mags;
 	unsigned int nr_full_mags;
@@ -384,6 +393,9 @@ struct pn_cache {
 	struct list_head node;		/* in pn_caches or pn_dead_caches, under pn_caches_lock */
 	struct list_head shrink_node;	/* on a scan's list, under pn_shrink_lock */
 };
+
+/* The fast path's fields fit the first line (the struct is line-aligned). */
+static_assert(offsetofend(struct pn_cache, dead) <= SMP_CACHE_BYTES);
 
 /*
  * Live chunks by __percpu address range; see the essay above.  RCU mode:
@@ -1555,7 +1567,8 @@ struct pn_cache *pn_cache_create(const char *name, size_t size, size_t align,
 	    (ctor && (flags & PN_CACHE_ZERO)) || (dtor && !ctor))
 		return ERR_PTR(-EINVAL);
 
-	c = kzalloc(sizeof(*c), GFP_KERNEL);
+	/* A power-of-two kmalloc() size is aligned to it: line-aligned. */
+	c = kzalloc(roundup_pow_of_two(sizeof(*c)), GFP_KERNEL);
 	if (!c)
 		return ERR_PTR(-ENOMEM);
 	strscpy(c->name, name, sizeof(c->name));
