@@ -170,9 +170,6 @@
  *  - ctx->lock (spinlock_t) protects ctx->objs (list membership of storage
  *    objects).  It is taken in process context only, nests outside
  *    nothing and is never held together with s->lock.
- *  - pn_mmcid_reg_lock (mutex) protects the debugfs registry; it is taken
- *    before mmap_lock (mmu_notifier_get()) and from ->release, which runs
- *    without mmap_lock.
  *
  * Memory ordering: a block's slot pointer is published with
  * smp_store_release() (its ready word is zero already) and read with
@@ -199,46 +196,70 @@
  * mmcid_pcpu_destroy(), which first waits for a ->release working on it,
  * then finalises what is left (cid slots without a fold if the mm is still
  * alive, the remote slot) and frees it; when destroy returns, no callback
- * of the object runs any more.  The debugfs counters of this module are
- * owned by a registry whose own mmu_notifier destroys them at mm
- * teardown, and by module unload, which then waits with
- * mmu_notifier_synchronize().
+ * of the object runs any more.  The last object of an mm drops the
+ * context with mmu_notifier_put(), which frees it later through SRCU;
+ * module unload waits for that with mmu_notifier_synchronize()
+ * (pn_mmcid_exit()).
+ *
+ * Index source.  The exported accesses (mmcid_pcpu_get(), _get_nested(),
+ * mmcid_counter_add(), _add_nested()) take the index from task_mm_cid()
+ * only, with preemption disabled; a caller without a cid (a kernel
+ * thread, an exiting thread, another mm) gets the remote slot.  Kernel
+ * threads never own an mm_cid, kthread_use_mm() or not, so KUnit and the
+ * harness, whose code runs in kernel threads, reach the cid slots through
+ * __mmcid_pcpu_get() and __mmcid_counter_add() of internal/mmcid_pcpu.h
+ * (not exported, compiled only with KUnit or the harness) with the CPU
+ * number or a fixed cid as the index (enum mmcid_src).  The access code
+ * is always inlined with the source as a constant, so the exported
+ * instances contain no test branch: their fast path is the mm_cid read,
+ * the block and ready-bit tests and, for the counter, the local64_add().
+ *
+ * Statistics.  mmcid_pcpu counts nothing on its fast paths (a get, a put,
+ * an add), so CONFIG_PCPU_NEXT_STATS changes nothing here.  The one
+ * statistic it keeps is slow-path and always on: the block allocations
+ * attempted per object (s->grow_attempts, with the backoff deadline
+ * s->grow_retry), read by KUnit through mmcid_pcpu_grow_attempts().
+ * Memory, slots and max_cid are not counters but computed from the
+ * blocks themselves, exactly, with any configuration.
+ *
+ * Files and dependencies.  This file is the library alone: it includes
+ * kernel headers, <kunit/visibility.h>, the public header
+ * <pcpu_next/mmcid_pcpu.h> (the client API) and the module's private
+ * internal/core.h (pn_fault_hit(), the component init and exit) and
+ * internal/mmcid_pcpu.h (the test entry points and KUnit-only accessors
+ * above).  The stress and bench (test=mmcid of the control plane) and
+ * the debugfs file pcpu_next/mmcid, through which user threads add to a
+ * counter of their own mm for the selftests, are test code and live in
+ * torture/mmcid_pcpu_torture.c (CONFIG_PCPU_NEXT_TORTURE); the KUnit
+ * suite is kunit/mmcid_pcpu_kunit.c, and kunit/failnth_kunit.c runs the
+ * API under fail-nth.
  */
 
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/bitops.h>
 #include <linux/cache.h>
-#include <linux/ctype.h>
-#include <linux/debugfs.h>
 #include <linux/err.h>
-#include <linux/fault-inject.h>
 #include <linux/jiffies.h>
-#include <linux/kthread.h>
 #include <linux/list.h>
-#include <asm/local64.h>
 #include <linux/lockdep.h>
 #include <linux/log2.h>
 #include <linux/mm.h>
 #include <linux/mmu_notifier.h>
 #include <linux/module.h>
-#include <linux/mutex.h>
-#include <linux/percpu.h>
-#include <linux/percpu_counter.h>
-#include <linux/pid.h>
 #include <linux/preempt.h>
 #include <linux/refcount.h>
 #include <linux/sched.h>
 #include <linux/sched/mm.h>
-#include <linux/sched/task.h>
 #include <linux/slab.h>
 #include <linux/spinlock.h>
-#include <linux/uaccess.h>
 #include <linux/wait_bit.h>
+#include <asm/local64.h>
+#include <kunit/visibility.h>
 
-#include "internal/core.h"
-#include "torture/torture.h"
 #include <pcpu_next/mmcid_pcpu.h>
+#include "internal/core.h"
+#include "internal/mmcid_pcpu.h"
 
 #define MMCID_B0_SHIFT	2		/* block 0: up to 4 slots */
 #define MMCID_BLK_BYTES	PAGE_SIZE	/* bound on a block's slot array */
@@ -724,8 +745,15 @@ static void mmcid_init_slot(struct mmcid_pcpu *s, void *slot,
 	local_irq_restore(flags);
 }
 
-/* The cid to index with, or -1 for the remote slot.  Preemption is off. */
-static __always_inline int mmcid_pick(struct mmcid_pcpu *s, enum mmcid_src src, int cid)
+/*
+ * The cid to index with, or -1 for the remote slot.  Preemption is off.
+ * Every exported access passes the constant MMCID_SRC_TASK, through
+ * always-inlined code only, so its instance of this is the first case
+ * alone; the chosen sources are compiled only into the test entry points
+ * (see "Index source" above).
+ */
+static __always_inline int mmcid_pick(struct mmcid_pcpu *s,
+				      enum mmcid_src src, int cid)
 {
 	switch (src) {
 	case MMCID_SRC_TASK:
@@ -779,10 +807,15 @@ static __always_inline void *mmcid_fast_slot(struct mmcid_pcpu *s,
 	return slots + bit * s->stride;
 }
 
-/* get, with the lockdep subclass to take the remote slot's lock with. */
-static void *mmcid_get(struct mmcid_pcpu *s, struct mmcid_pcpu_ref *ref,
-		       gfp_t gfp, enum mmcid_src src, int cid,
-		       unsigned int subclass)
+/*
+ * get, with the lockdep subclass to take the remote slot's lock with.
+ * Always inlined into its two instances below, so that the index source
+ * is a constant in the one the exported API uses.
+ */
+static __always_inline void *mmcid_get(struct mmcid_pcpu *s,
+				       struct mmcid_pcpu_ref *ref, gfp_t gfp,
+				       enum mmcid_src src, int cid,
+				       unsigned int subclass)
 {
 	unsigned int k, bit, tries = 0;
 	struct mmcid_blk *b;
@@ -832,19 +865,22 @@ remote:
 	return ref->slot;
 }
 
-/**
- * __mmcid_pcpu_get() - mmcid_pcpu_get() with a choice of cid source
- * @s: the storage
- * @ref: filled in; pass it to mmcid_pcpu_put()
- * @gfp: allocation flags for a missing block
- * @src: where the cid comes from (MMCID_SRC_TASK for everyone but tests)
- * @cid: the cid for MMCID_SRC_FIXED
- *
- * Context: See mmcid_pcpu_get().
- * Return: the slot.
+/* The exported accesses' instance: the caller's own mm_cid, nothing else. */
+static void *mmcid_get_task(struct mmcid_pcpu *s, struct mmcid_pcpu_ref *ref,
+			    gfp_t gfp, unsigned int subclass)
+{
+	return mmcid_get(s, ref, gfp, MMCID_SRC_TASK, 0, subclass);
+}
+
+/*
+ * The test entry points' instance, a chosen index source: referenced
+ * only from __mmcid_pcpu_get() and the chosen-source instances of the
+ * counter's add, so without KUnit and the harness it is not compiled in.
  */
-void *__mmcid_pcpu_get(struct mmcid_pcpu *s, struct mmcid_pcpu_ref *ref,
-		       gfp_t gfp, enum mmcid_src src, int cid)
+static void *__maybe_unused mmcid_get_chosen(struct mmcid_pcpu *s,
+					     struct mmcid_pcpu_ref *ref,
+					     gfp_t gfp, enum mmcid_src src,
+					     int cid)
 {
 	return mmcid_get(s, ref, gfp, src, cid, 0);
 }
@@ -886,7 +922,7 @@ void *__mmcid_pcpu_get(struct mmcid_pcpu *s, struct mmcid_pcpu_ref *ref,
 void *mmcid_pcpu_get(struct mmcid_pcpu *s, struct mmcid_pcpu_ref *ref,
 		     gfp_t gfp)
 {
-	return mmcid_get(s, ref, gfp, MMCID_SRC_TASK, 0, 0);
+	return mmcid_get_task(s, ref, gfp, 0);
 }
 EXPORT_SYMBOL_GPL(mmcid_pcpu_get);
 
@@ -912,7 +948,7 @@ EXPORT_SYMBOL_GPL(mmcid_pcpu_get);
 void *mmcid_pcpu_get_nested(struct mmcid_pcpu *s, struct mmcid_pcpu_ref *ref,
 			    gfp_t gfp)
 {
-	return mmcid_get(s, ref, gfp, MMCID_SRC_TASK, 0, SINGLE_DEPTH_NESTING);
+	return mmcid_get_task(s, ref, gfp, SINGLE_DEPTH_NESTING);
 }
 EXPORT_SYMBOL_GPL(mmcid_pcpu_get_nested);
 
@@ -927,7 +963,7 @@ EXPORT_SYMBOL_GPL(mmcid_pcpu_get_nested);
 void mmcid_pcpu_put(struct mmcid_pcpu *s, struct mmcid_pcpu_ref *ref)
 {
 	if (ref->cid == MMCID_PCPU_REMOTE) {
-		__acquire(&s->lock);	/* taken in __mmcid_pcpu_get() */
+		__acquire(&s->lock);	/* taken in mmcid_get() */
 		raw_spin_unlock_irqrestore(&s->lock, ref->flags);
 	} else {
 		preempt_enable();
@@ -1084,6 +1120,8 @@ bool mmcid_pcpu_mm_gone(struct mmcid_pcpu *s)
 }
 EXPORT_SYMBOL_GPL(mmcid_pcpu_mm_gone);
 
+/* ---- KUnit-only accessors (internal/mmcid_pcpu.h) ------------------------ */
+
 #if IS_ENABLED(CONFIG_KUNIT)
 /**
  * mmcid_pcpu_grow_attempts() - block allocations tried so far (KUnit only)
@@ -1094,12 +1132,13 @@ EXPORT_SYMBOL_GPL(mmcid_pcpu_mm_gone);
  * Context: Any context.
  * Return: how many block allocations mmcid_grow() attempted.
  */
-unsigned int mmcid_pcpu_grow_attempts(struct mmcid_pcpu *s,
-				      unsigned long *retry)
+VISIBLE_IF_KUNIT unsigned int mmcid_pcpu_grow_attempts(struct mmcid_pcpu *s,
+						       unsigned long *retry)
 {
 	*retry = READ_ONCE(s->grow_retry);
 	return atomic_read(&s->grow_attempts);
 }
+EXPORT_SYMBOL_IF_KUNIT(mmcid_pcpu_grow_attempts);
 
 /**
  * mmcid_pcpu_lock_key() - the lockdep class key of the lock (KUnit only)
@@ -1108,10 +1147,12 @@ unsigned int mmcid_pcpu_grow_attempts(struct mmcid_pcpu *s,
  * Context: Any context.
  * Return: the key its creation site passed.
  */
-const struct lock_class_key *mmcid_pcpu_lock_key(struct mmcid_pcpu *s)
+VISIBLE_IF_KUNIT const struct lock_class_key *
+mmcid_pcpu_lock_key(struct mmcid_pcpu *s)
 {
 	return s->lock_key;
 }
+EXPORT_SYMBOL_IF_KUNIT(mmcid_pcpu_lock_key);
 
 /**
  * mmcid_pcpu_geo_blk() - the block of a cid (KUnit only)
@@ -1122,13 +1163,15 @@ const struct lock_class_key *mmcid_pcpu_lock_key(struct mmcid_pcpu *s)
  * Context: Any context.
  * Return: mmcid_blk_of() for the geometry of @stride.
  */
-unsigned int mmcid_pcpu_geo_blk(unsigned int stride, unsigned int cid)
+VISIBLE_IF_KUNIT unsigned int mmcid_pcpu_geo_blk(unsigned int stride,
+						 unsigned int cid)
 {
 	struct mmcid_geo g;
 
 	mmcid_geo_init(&g, stride);
 	return mmcid_blk_of(&g, cid);
 }
+EXPORT_SYMBOL_IF_KUNIT(mmcid_pcpu_geo_blk);
 
 /**
  * mmcid_pcpu_geo_block() - where a block starts and how long it is (KUnit)
@@ -1140,9 +1183,9 @@ unsigned int mmcid_pcpu_geo_blk(unsigned int stride, unsigned int cid)
  *
  * Context: Any context.
  */
-void mmcid_pcpu_geo_block(unsigned int stride, unsigned int ncids,
-			  unsigned int k, unsigned int *first,
-			  unsigned int *len)
+VISIBLE_IF_KUNIT void mmcid_pcpu_geo_block(unsigned int stride,
+					   unsigned int ncids, unsigned int k,
+					   unsigned int *first, unsigned int *len)
 {
 	struct mmcid_geo g;
 
@@ -1150,7 +1193,8 @@ void mmcid_pcpu_geo_block(unsigned int stride, unsigned int ncids,
 	*first = mmcid_blk_first(&g, k);
 	*len = mmcid_blk_len_n(&g, k, ncids);
 }
-#endif
+EXPORT_SYMBOL_IF_KUNIT(mmcid_pcpu_geo_block);
+#endif /* CONFIG_KUNIT */
 
 /* ---- counter ------------------------------------------------------------------ */
 
@@ -1221,9 +1265,17 @@ struct mmcid_pcpu *mmcid_counter_storage(struct mmcid_counter *c)
 }
 EXPORT_SYMBOL_GPL(mmcid_counter_storage);
 
-static int mmcid_counter_add_sub(struct mmcid_counter *c, s64 delta,
-				 gfp_t gfp, enum mmcid_src src, int cid,
-				 unsigned int *cpu, unsigned int subclass)
+/*
+ * The add, always inlined so that the index source is a constant in each
+ * instance: MMCID_SRC_TASK in the exported ones, where the fast path is
+ * then the caller's mm_cid, the block and ready-bit tests and the
+ * local64_add(), with no test branch.
+ */
+static __always_inline int mmcid_counter_add_sub(struct mmcid_counter *c,
+						 s64 delta, gfp_t gfp,
+						 enum mmcid_src src, int cid,
+						 unsigned int *cpu,
+						 unsigned int subclass)
 {
 	struct mmcid_pcpu *s = ctr_store(c);
 	struct mmcid_pcpu_ref ref;
@@ -1242,18 +1294,15 @@ static int mmcid_counter_add_sub(struct mmcid_counter *c, s64 delta,
 	preempt_enable();
 
 	/* First use of the slot, a missing block, or the remote slot. */
-	v = mmcid_get(s, &ref, gfp, src, cid, subclass);
+	if (src == MMCID_SRC_TASK)
+		v = mmcid_get_task(s, &ref, gfp, subclass);
+	else
+		v = mmcid_get_chosen(s, &ref, gfp, src, cid);
 	local64_add(delta, v);
 	mmcid_pcpu_put(s, &ref);
 	if (cpu)
 		*cpu = ref.cpu;
 	return ref.cid;
-}
-
-int __mmcid_counter_add(struct mmcid_counter *c, s64 delta, gfp_t gfp,
-			enum mmcid_src src, int cid, unsigned int *cpu)
-{
-	return mmcid_counter_add_sub(c, delta, gfp, src, cid, cpu, 0);
 }
 
 /**
@@ -1330,625 +1379,114 @@ s64 mmcid_counter_sum(struct mmcid_counter *c)
 }
 EXPORT_SYMBOL_GPL(mmcid_counter_sum);
 
-/* ---- debugfs: adds from user threads ---------------------------------------- */
+/* ---- entry points for the tests (internal/mmcid_pcpu.h) ------------------ */
 
-/*
- * /sys/kernel/debug/pcpu_next/mmcid (root only).  Every process that
- * writes to it gets one counter for its mm, created on first use and
- * destroyed when the mm is torn down (or at module unload).
+#if IS_ENABLED(CONFIG_KUNIT) || IS_ENABLED(CONFIG_PCPU_NEXT_TORTURE)
+/**
+ * __mmcid_pcpu_get() - mmcid_pcpu_get() with a chosen index source
+ * @s: the storage
+ * @ref: filled in; pass it to mmcid_pcpu_put()
+ * @gfp: allocation flags for a missing block, as for mmcid_pcpu_get()
+ * @src: where the cid comes from: MMCID_SRC_CPU or MMCID_SRC_FIXED (a
+ *	 test's choice), or MMCID_SRC_TASK (exactly mmcid_pcpu_get())
+ * @cid: the cid for MMCID_SRC_FIXED; the caller guarantees that nobody
+ *	 else uses it at the same time
  *
- *   write  "add <n>" or "add <n>\n", one write(2) at offset 0; <n> is a
- *          decimal in [-2^31, 2^31 - 1] ('-' allowed, no '+', no blanks)
- *          EINVAL: malformed, offset not 0, writer without an mm
- *          ERANGE: <n> out of range; E2BIG: 64 bytes or more
- *   read   the result of the last add through this open file, one line:
- *          "cid=<c> cpu=<p> sum=<s> maxcid=<m> slots=<n> mem=<bytes>\n"
- *          c: the mm_cid whose slot took the add (-1: the remote slot);
- *          p: the CPU it ran on; s: the counter's sum right after the
- *          add; m: the largest cid with an initialised slot; n: cid slots
- *          allocated; bytes: mmcid_pcpu_memory().
- *          ENODATA before the first add.
- * Use one open file per thread, pwrite()/pread() at offset 0.
+ * For KUnit and the harness, whose kernel threads own no mm_cid: the
+ * same block, first-use and publication code as a real cid, the index
+ * chosen by the test.  Not exported.
+ *
+ * Context: See mmcid_pcpu_get().
+ * Return: the slot (never NULL).
  */
-#define PN_MMCID_LINE	64
-
-struct pn_mmcid_reg {
-	struct mmu_notifier mn;
-	struct list_head node;		/* on pn_mmcid_regs */
-	struct mmcid_counter *ctr;
-};
-
-/* Protects pn_mmcid_regs, every entry's node and ctr, pn_mmcid_dying. */
-static DEFINE_MUTEX(pn_mmcid_reg_lock);
-static LIST_HEAD(pn_mmcid_regs);
-static bool pn_mmcid_dying;
-static struct dentry *pn_mmcid_file;
-
-static struct mmu_notifier *pn_mmcid_reg_alloc(struct mm_struct *mm)
+void *__mmcid_pcpu_get(struct mmcid_pcpu *s, struct mmcid_pcpu_ref *ref,
+		       gfp_t gfp, enum mmcid_src src, int cid)
 {
-	struct pn_mmcid_reg *r = kzalloc(sizeof(*r), GFP_KERNEL);
-
-	if (!r)
-		return ERR_PTR(-ENOMEM);
-	INIT_LIST_HEAD(&r->node);
-	return &r->mn;
-}
-
-static void pn_mmcid_reg_free(struct mmu_notifier *mn)
-{
-	kfree(container_of(mn, struct pn_mmcid_reg, mn));
-}
-
-/* Unlink, destroy, drop the subscription; pn_mmcid_reg_lock held. */
-static void pn_mmcid_reg_drop(struct pn_mmcid_reg *r)
-{
-	lockdep_assert_held(&pn_mmcid_reg_lock);
-	list_del_init(&r->node);
-	mmcid_counter_destroy(r->ctr);
-	r->ctr = NULL;
-	mmu_notifier_put(&r->mn);
-}
-
-static void pn_mmcid_reg_release(struct mmu_notifier *mn, struct mm_struct *mm)
-{
-	struct pn_mmcid_reg *r = container_of(mn, struct pn_mmcid_reg, mn);
-
-	mutex_lock(&pn_mmcid_reg_lock);
-	if (!list_empty(&r->node))	/* else module unload got it first */
-		pn_mmcid_reg_drop(r);
-	mutex_unlock(&pn_mmcid_reg_lock);
-}
-
-static const struct mmu_notifier_ops pn_mmcid_reg_ops = {
-	.release = pn_mmcid_reg_release,
-	.alloc_notifier = pn_mmcid_reg_alloc,
-	.free_notifier = pn_mmcid_reg_free,
-};
-
-/*
- * The debugfs counter of @mm (a live mm: current's), created on demand.
- * -EINTR from either mmu_notifier_get() (a signal is pending) is passed on.
- */
-static struct mmcid_counter *pn_mmcid_counter_of(struct mm_struct *mm)
-{
-	struct mmcid_counter *ctr;
-	struct mmu_notifier *mn;
-	struct pn_mmcid_reg *r;
-
-	mutex_lock(&pn_mmcid_reg_lock);
-	if (pn_mmcid_dying) {
-		ctr = ERR_PTR(-ENODEV);
-		goto out;
-	}
-	list_for_each_entry(r, &pn_mmcid_regs, node) {
-		if (r->mn.mm == mm) {
-			ctr = r->ctr;
-			goto out;
-		}
-	}
-	ctr = mmcid_counter_create(mm);
-	if (IS_ERR(ctr))
-		goto out;
-	mn = mmu_notifier_get(&pn_mmcid_reg_ops, mm);
-	if (IS_ERR(mn)) {
-		mmcid_counter_destroy(ctr);
-		ctr = ERR_CAST(mn);
-		goto out;
-	}
-	r = container_of(mn, struct pn_mmcid_reg, mn);
-	r->ctr = ctr;
-	list_add(&r->node, &pn_mmcid_regs);
-out:
-	mutex_unlock(&pn_mmcid_reg_lock);
-	return ctr;
+	if (src == MMCID_SRC_TASK)
+		return mmcid_get_task(s, ref, gfp, 0);
+	return mmcid_get_chosen(s, ref, gfp, src, cid);
 }
 
 /**
- * pn_mmcid_parse() - parse one "add <n>" line of the mmcid debugfs file
- * @buf: the bytes written (not NUL terminated)
- * @len: their number
- * @delta: set on success
+ * __mmcid_counter_add() - mmcid_counter_add() with a chosen index source
+ * @c: the counter
+ * @delta: the amount
+ * @gfp: as for mmcid_pcpu_get()
+ * @src: as for __mmcid_pcpu_get()
+ * @cid: as for __mmcid_pcpu_get()
+ * @cpu: if not NULL, set to the CPU the add ran on
+ *
+ * Each source has its own instance of the add (the source a constant in
+ * it), so MMCID_SRC_CPU runs the same fast path as a user thread's
+ * mm_cid, with the CPU number read in place of task_mm_cid(): what the
+ * bench measures.  Not exported.
+ *
+ * Context: See mmcid_counter_add().
+ * Return: the cid whose slot was used, or MMCID_PCPU_REMOTE.
+ */
+int __mmcid_counter_add(struct mmcid_counter *c, s64 delta, gfp_t gfp,
+			enum mmcid_src src, int cid, unsigned int *cpu)
+{
+	switch (src) {
+	case MMCID_SRC_CPU:
+		return mmcid_counter_add_sub(c, delta, gfp, MMCID_SRC_CPU, 0,
+					     cpu, 0);
+	case MMCID_SRC_FIXED:
+		return mmcid_counter_add_sub(c, delta, gfp, MMCID_SRC_FIXED,
+					     cid, cpu, 0);
+	case MMCID_SRC_TASK:
+		break;
+	}
+	return mmcid_counter_add(c, delta, gfp, cpu);
+}
+
+/**
+ * mmcid_pcpu_ctx_size() - bytes of one mm's shared context
+ *
+ * The per-mm context (struct mmcid_mm, the mmu_notifier subscription
+ * with the list of the mm's storage objects) is one kmalloc shared by
+ * every object of an mm; mmcid_pcpu_memory() leaves it out.  For the
+ * bench's footprint report.  Not exported.
  *
  * Context: Any context.
- * Return: 0; -E2BIG if @len >= 64; -ERANGE if <n> is outside the s32
- * range; -EINVAL for anything else.
+ * Return: the size of its kmalloc bucket.
  */
-int pn_mmcid_parse(const char *buf, size_t len, s64 *delta)
+size_t mmcid_pcpu_ctx_size(void)
 {
-	char num[PN_MMCID_LINE];
-	size_t i, n;
-	s64 v;
-	int ret;
-
-	if (len >= PN_MMCID_LINE)
-		return -E2BIG;
-	if (len && buf[len - 1] == '\n')
-		len--;
-	if (len < 5 || memcmp(buf, "add ", 4))
-		return -EINVAL;
-	n = len - 4;
-	memcpy(num, buf + 4, n);
-	num[n] = '\0';
-	for (i = 0; i < n; i++)
-		if (!isdigit(num[i]) && !(i == 0 && num[i] == '-'))
-			return -EINVAL;
-	if (num[0] == '-' && n == 1)
-		return -EINVAL;
-	ret = kstrtos64(num, 10, &v);
-	if (ret)
-		return ret;
-	if (v < S32_MIN || v > S32_MAX)
-		return -ERANGE;
-	*delta = v;
-	return 0;
+	return kmalloc_size_roundup(sizeof(struct mmcid_mm));
 }
+#endif /* CONFIG_KUNIT || CONFIG_PCPU_NEXT_TORTURE */
 
-struct pn_mmcid_fd {
-	struct mutex lock;		/* protects the fields below */
-	bool valid;
-	int cid;
-	unsigned int cpu;
-	s64 sum;
-	int maxcid;
-	unsigned int slots;
-	size_t mem;
-};
-
-static int pn_mmcid_open(struct inode *inode, struct file *file)
-{
-	struct pn_mmcid_fd *f = kzalloc(sizeof(*f), GFP_KERNEL);
-
-	if (!f)
-		return -ENOMEM;
-	mutex_init(&f->lock);
-	file->private_data = f;
-	return 0;
-}
-
-static int pn_mmcid_release(struct inode *inode, struct file *file)
-{
-	struct pn_mmcid_fd *f = file->private_data;
-
-	mutex_destroy(&f->lock);
-	kfree(f);
-	return 0;
-}
-
-static ssize_t pn_mmcid_write(struct file *file, const char __user *ubuf,
-			      size_t count, loff_t *ppos)
-{
-	struct pn_mmcid_fd *f = file->private_data;
-	char buf[PN_MMCID_LINE];
-	struct mmcid_counter *ctr;
-	struct mmcid_pcpu *s;
-	unsigned int cpu;
-	s64 delta, sum;
-	int cid, ret;
-
-	if (*ppos)
-		return -EINVAL;
-	if (count >= PN_MMCID_LINE)
-		return -E2BIG;
-	if (copy_from_user(buf, ubuf, count))
-		return -EFAULT;
-	ret = pn_mmcid_parse(buf, count, &delta);
-	if (ret)
-		return ret;
-	if (!current->mm || (current->flags & PF_KTHREAD))
-		return -EINVAL;
-
-	/* current->mm stays alive, so its counter does too (see release). */
-	ctr = pn_mmcid_counter_of(current->mm);
-	if (IS_ERR(ctr)) {
-		ret = PTR_ERR(ctr);
-		/*
-		 * -EINTR: a pending signal made mmu_notifier_get() give up
-		 * before anything was added; restart the write after it.
-		 */
-		return ret == -EINTR ? -ERESTARTNOINTR : ret;
-	}
-	cid = mmcid_counter_add(ctr, delta, GFP_KERNEL, &cpu);
-	sum = mmcid_counter_sum(ctr);
-	s = mmcid_counter_storage(ctr);
-
-	mutex_lock(&f->lock);
-	f->valid = true;
-	f->cid = cid;
-	f->cpu = cpu;
-	f->sum = sum;
-	f->maxcid = mmcid_pcpu_max_cid(s);
-	f->slots = mmcid_pcpu_slots(s);
-	f->mem = mmcid_pcpu_memory(s);
-	mutex_unlock(&f->lock);
-	return count;
-}
-
-static ssize_t pn_mmcid_read(struct file *file, char __user *ubuf,
-			     size_t count, loff_t *ppos)
-{
-	struct pn_mmcid_fd *f = file->private_data;
-	char buf[128];
-	int len;
-
-	mutex_lock(&f->lock);
-	if (!f->valid) {
-		mutex_unlock(&f->lock);
-		return -ENODATA;
-	}
-	len = scnprintf(buf, sizeof(buf),
-			"cid=%d cpu=%u sum=%lld maxcid=%d slots=%u mem=%zu\n",
-			f->cid, f->cpu, f->sum, f->maxcid, f->slots, f->mem);
-	mutex_unlock(&f->lock);
-	return simple_read_from_buffer(ubuf, count, ppos, buf, len);
-}
-
-/*
- * .owner, as on every file of the module: ->release is module code (it
- * frees the per-file state) and debugfs calls it even after the file was
- * removed, so an open file must pin the module.
- */
-static const struct file_operations pn_mmcid_fops = {
-	.owner = THIS_MODULE,
-	.open = pn_mmcid_open,
-	.release = pn_mmcid_release,
-	.read = pn_mmcid_read,
-	.write = pn_mmcid_write,
-	.llseek = default_llseek,
-};
+/* ---- module init and exit --------------------------------------------------- */
 
 /**
- * pn_mmcid_init() - create the mmcid debugfs file
+ * pn_mmcid_init() - bring up mmcid_pcpu
  *
- * Context: Module init, after pn_control_init().
+ * Nothing to set up: storage objects and their per-mm contexts are
+ * created on demand by mmcid_pcpu_create().  (The harness's debugfs file
+ * pcpu_next/mmcid is created by pn_mmcid_torture_start().)
+ *
+ * Context: Module init, after lazy_counter_module_init().
  * Return: 0.
  */
 int pn_mmcid_init(void)
 {
-	pn_mmcid_file = debugfs_create_file("mmcid", 0600, pn_debugfs_dir(),
-					    NULL, &pn_mmcid_fops);
 	return 0;
 }
 
 /**
- * pn_mmcid_exit() - remove the file, free every counter, wait for notifiers
+ * pn_mmcid_exit() - wait for the per-mm contexts' free callbacks
+ *
+ * Every storage object is destroyed by now (a client module holds a
+ * reference on this one; the harness stopped first), but the last
+ * mmu_notifier_put() of a context frees it later, through SRCU, with
+ * mmcid_mm_free(), which is module code.  In 6.12
+ * mmu_notifier_synchronize() is synchronize_srcu() on the notifiers'
+ * SRCU: when it returns, no such callback runs any more.
  *
  * Context: Module exit, after pn_control_stop(); may sleep.
  */
 void pn_mmcid_exit(void)
 {
-	struct pn_mmcid_reg *r, *tmp;
-
-	debugfs_remove(pn_mmcid_file);	/* waits for writers in progress */
-	mutex_lock(&pn_mmcid_reg_lock);
-	pn_mmcid_dying = true;
-	list_for_each_entry_safe(r, tmp, &pn_mmcid_regs, node)
-		pn_mmcid_reg_drop(r);
-	mutex_unlock(&pn_mmcid_reg_lock);
-	/*
-	 * free_notifier callbacks (our code) must finish before unload.  In
-	 * 6.12 mmu_notifier_synchronize() is synchronize_srcu() on the
-	 * notifiers' SRCU, which mmu_notifier_put() frees through.
-	 */
 	mmu_notifier_synchronize();
 }
-
-/* ---- stress and bench ------------------------------------------------------------ */
-
-/*
- * Kernel threads have no mm_cid, so the control plane's workers cannot
- * take the real cid path (the selftest drives that from user threads).
- * What they exercise honestly here:
- *  - remote adds from kthreads that borrowed the test mm with
- *    kthread_use_mm() (current->mm matches, but no cid) and from kthreads
- *    without an mm;
- *  - the cid-slot machinery (block growth, first-use init, publication to
- *    a concurrent reader) with the CPU number as the cid, which is
- *    exclusive under preempt_disable() just as a real cid is;
- *  - a reader summing concurrently: the sum never decreases and never
- *    exceeds what was issued; at the end it is exact;
- *  - mm teardown with live data: the sum survives the fold.
- *
- * The test mm is a fresh mm_alloc() when the kernel exports it (it does
- * so for KUnit builds); otherwise (stock kernel) the run uses the mm of
- * the task that wrote the control line (run->mm, referenced by the
- * control plane for the run's lifetime) without touching its address
- * space, and the teardown check is skipped because that mm is not ours
- * to tear down.
- *
- * Runs execute in the control plane's workqueue, where no signal is ever
- * pending, so mmcid_counter_create() cannot fail with -EINTR here; any
- * error it returns ends the run with that error.
- */
-#if IS_ENABLED(CONFIG_KUNIT)
-MODULE_IMPORT_NS(EXPORTED_FOR_KUNIT_TESTING);
-#endif
-
-static struct mm_struct *pn_mmcid_test_mm(struct pn_run *run, bool *owned)
-{
-#if IS_ENABLED(CONFIG_KUNIT)
-	struct mm_struct *mm = mm_alloc();
-
-	if (mm) {
-		*owned = true;
-		return mm;
-	}
-#endif
-	*owned = false;
-	if (!run->mm)
-		return NULL;
-	mmget(run->mm);
-	return run->mm;
-}
-
-enum pn_mmcid_mode { PN_MC_MIXED, PN_MC_LOCAL, PN_MC_REMOTE, PN_MC_PCPU,
-		     PN_MC_PCTR };
-
-struct pn_mmcid_arg {
-	enum pn_mmcid_mode mode;
-	struct mmcid_counter *ctr;
-	struct mm_struct *mm;
-	u64 __percpu *pcpu;
-	struct percpu_counter *pctr;
-	atomic64_t issued;
-	u64 *counts;			/* per worker: ops (bench) or sum (stress) */
-	atomic_long_t bad_cid;		/* remote adds that got a cid slot */
-	unsigned long bad_read;		/* reader (worker 0) saw a bad sum */
-};
-
-static int pn_mmcid_stress_worker(struct pn_run *run, unsigned int idx,
-				  void *data)
-{
-	struct pn_mmcid_arg *a = data;
-	bool use_mm = idx & 1;
-	s64 last = 0;
-	u64 n = 0, mine = 0;
-
-	if (use_mm)
-		kthread_use_mm(a->mm);
-	while (!pn_should_stop(run)) {
-		unsigned int d = 1 + (n % 3);
-
-		atomic64_add_return(d, &a->issued);	/* before the add */
-		if (n & 1) {
-			__mmcid_counter_add(a->ctr, d, GFP_KERNEL, MMCID_SRC_CPU,
-					    0, NULL);
-		} else if (mmcid_counter_add(a->ctr, d, GFP_KERNEL, NULL) !=
-			   MMCID_PCPU_REMOTE) {
-			atomic_long_inc(&a->bad_cid);	/* kthreads own no cid */
-		}
-		mine += d;
-		if (idx == 0 && !(n & 63)) {
-			s64 sum = mmcid_counter_sum(a->ctr);
-
-			smp_rmb();	/* the sum before what was issued */
-			if (sum < last || sum > atomic64_read(&a->issued))
-				a->bad_read++;
-			last = sum;
-		}
-		if (!(++n & 255))
-			cond_resched();
-	}
-	if (use_mm)
-		kthread_unuse_mm(a->mm);
-	a->counts[idx] = mine;
-	return 0;
-}
-
-static int pn_mmcid_stress(struct pn_run *run)
-{
-	struct pn_mmcid_arg a = { .mode = PN_MC_MIXED };
-	u64 expect = 0;
-	s64 sum, after;
-	bool owned;
-	unsigned int i;
-	int ret;
-
-	a.counts = kcalloc(run->p.threads, sizeof(*a.counts), GFP_KERNEL);
-	if (!a.counts)
-		return -ENOMEM;
-	a.mm = pn_mmcid_test_mm(run, &owned);
-	if (!a.mm) {
-		ret = -ESRCH;
-		goto free;
-	}
-	a.ctr = mmcid_counter_create(a.mm);
-	if (IS_ERR(a.ctr)) {
-		ret = PTR_ERR(a.ctr);
-		goto put_mm;
-	}
-	atomic64_set(&a.issued, 0);
-
-	ret = pn_run_threads(run, run->p.threads, run->p.pin,
-			     run->p.duration_ms, pn_mmcid_stress_worker, &a);
-	for (i = 0; i < run->p.threads; i++)
-		expect += a.counts[i];
-	sum = mmcid_counter_sum(a.ctr);
-	pn_printf(run, "mm=%s ops_sum=%llu sum=%lld maxcid=%d slots=%u mem=%zu ",
-		  owned ? "test" : "writer", expect, sum,
-		  mmcid_pcpu_max_cid(mmcid_counter_storage(a.ctr)),
-		  mmcid_pcpu_slots(mmcid_counter_storage(a.ctr)),
-		  mmcid_pcpu_memory(mmcid_counter_storage(a.ctr)));
-	if (ret)
-		goto destroy;
-	if (sum != expect)
-		pn_fail(run, "sum_off_by=%lld", sum - (s64)expect);
-	if (atomic_long_read(&a.bad_cid))
-		pn_fail(run, "kthread_got_cid=%ld", atomic_long_read(&a.bad_cid));
-	if (a.bad_read)
-		pn_fail(run, "inconsistent_reads=%lu", a.bad_read);
-
-	if (owned) {
-		/* Tear the mm down under the counter: the sum must survive. */
-		mmput(a.mm);
-		a.mm = NULL;
-		after = mmcid_counter_sum(a.ctr);
-		pn_printf(run, "teardown_sum=%lld teardown_mem=%zu ", after,
-			  mmcid_pcpu_memory(mmcid_counter_storage(a.ctr)));
-		if (!mmcid_pcpu_mm_gone(mmcid_counter_storage(a.ctr)))
-			pn_fail(run, "mm_teardown_not_seen");
-		if (after != sum)
-			pn_fail(run, "teardown_lost=%lld", sum - after);
-		if (mmcid_pcpu_slots(mmcid_counter_storage(a.ctr)))
-			pn_fail(run, "slots_left_after_teardown");
-	}
-destroy:
-	mmcid_counter_destroy(a.ctr);
-put_mm:
-	if (a.mm)
-		mmput(a.mm);
-free:
-	kfree(a.counts);
-	return ret;
-}
-
-static int pn_mmcid_bench_worker(struct pn_run *run, unsigned int idx,
-				 void *data)
-{
-	struct pn_mmcid_arg *a = data;
-	u64 n = 0;
-
-	while (!pn_should_stop(run)) {
-		switch (a->mode) {
-		case PN_MC_LOCAL:
-			__mmcid_counter_add(a->ctr, 1, GFP_KERNEL, MMCID_SRC_CPU,
-					    0, NULL);
-			break;
-		case PN_MC_REMOTE:
-			mmcid_counter_add(a->ctr, 1, GFP_KERNEL, NULL);
-			break;
-		case PN_MC_PCPU:
-			this_cpu_add(*a->pcpu, 1);
-			break;
-		case PN_MC_PCTR:
-			percpu_counter_add(a->pctr, 1);
-			break;
-		default:
-			break;
-		}
-		if (!(++n & 1023))
-			cond_resched();
-	}
-	a->counts[idx] = n;
-	return 0;
-}
-
-static int pn_mmcid_phase(struct pn_run *run, struct pn_mmcid_arg *a,
-			  enum pn_mmcid_mode mode, u64 *ops, u64 *ns)
-{
-	unsigned int i;
-	int ret;
-
-	a->mode = mode;
-	memset(a->counts, 0, run->p.threads * sizeof(*a->counts));
-	ret = pn_run_threads(run, run->p.threads, run->p.pin,
-			     run->p.duration_ms, pn_mmcid_bench_worker, a);
-	*ns = run->phase_ns;
-	for (*ops = 0, i = 0; i < run->p.threads; i++)
-		*ops += a->counts[i];
-	return ret;
-}
-
-/* Footprint: storage with @payload bytes per slot, cids 0..T-1 used. */
-static int pn_mmcid_footprint(struct pn_run *run, struct mm_struct *mm,
-			      unsigned int payload)
-{
-	unsigned int possible = num_possible_cpus(), t;
-	size_t pcpu = (size_t)ALIGN(payload, sizeof(long)) * possible;
-
-	for (t = 1; t <= nr_cpu_ids; t *= 2) {
-		struct mmcid_pcpu_ref ref;
-		struct mmcid_pcpu *s;
-		size_t mem;
-		u64 r1000;
-		int cid;
-
-		s = mmcid_pcpu_create(mm, payload, NULL, NULL);
-		if (IS_ERR(s))
-			return PTR_ERR(s);
-		for (cid = 0; cid < t; cid++) {
-			__mmcid_pcpu_get(s, &ref, GFP_KERNEL, MMCID_SRC_FIXED, cid);
-			mmcid_pcpu_put(s, &ref);
-		}
-		mem = mmcid_pcpu_memory(s);
-		mmcid_pcpu_destroy(s);
-		r1000 = div64_u64((u64)mem * 1000, pcpu);
-		pn_printf(run, "# footprint payload=%u threads=%u possible=%u mmcid=%zu percpu=%zu ratio=%llu.%03llu%s\n",
-			  payload, t, possible, mem, pcpu, r1000 / 1000,
-			  r1000 % 1000,
-			  t == 4 && possible >= 64 ?
-			  (mem * 8 <= pcpu ? " target<=0.125:met" :
-			   " target<=0.125:missed") : "");
-	}
-	return 0;
-}
-
-static int pn_mmcid_bench(struct pn_run *run)
-{
-	struct pn_mmcid_arg a = {};
-	struct percpu_counter pctr;
-	u64 lops, lns, rops, rns, pops, pns, cops, cns;
-	bool owned, pctr_ok = false;
-	int ret = -ENOMEM;
-
-	a.counts = kcalloc(run->p.threads, sizeof(*a.counts), GFP_KERNEL);
-	a.pcpu = alloc_percpu(u64);
-	if (!a.counts || !a.pcpu)
-		goto free;
-	if (percpu_counter_init(&pctr, 0, GFP_KERNEL))
-		goto free;
-	pctr_ok = true;
-	a.pctr = &pctr;
-	a.mm = pn_mmcid_test_mm(run, &owned);
-	if (!a.mm) {
-		ret = -ESRCH;
-		goto free;
-	}
-	a.ctr = mmcid_counter_create(a.mm);
-	if (IS_ERR(a.ctr)) {
-		ret = PTR_ERR(a.ctr);
-		a.ctr = NULL;
-		goto free;
-	}
-
-	ret = pn_mmcid_phase(run, &a, PN_MC_LOCAL, &lops, &lns);
-	if (!ret)
-		ret = pn_mmcid_phase(run, &a, PN_MC_PCPU, &pops, &pns);
-	if (!ret)
-		ret = pn_mmcid_phase(run, &a, PN_MC_PCTR, &cops, &cns);
-	if (!ret)
-		ret = pn_mmcid_phase(run, &a, PN_MC_REMOTE, &rops, &rns);
-	if (ret)
-		goto free;
-	pn_bench_row(run, "mmcid_counter_add (cid slot)", lops, lns,
-		     "this_cpu_add", pops, pns);
-	pn_bench_row(run, "mmcid_counter_add (cid slot)", lops, lns,
-		     "percpu_counter_add", cops, cns);
-	pn_bench_row(run, "mmcid_counter_add (remote)", rops, rns,
-		     "percpu_counter_add", cops, cns);
-	pn_printf(run, "# cid slot = CPU number from kthreads (same fast path as a user thread's mm_cid); remote = kthread, locked slot\n");
-	if (mmcid_counter_sum(a.ctr) != lops + rops)
-		pn_fail(run, "bench_sum_inexact");
-
-	pn_printf(run, "# per-mm context (shared by all objects of an mm): %zu bytes\n",
-		  kmalloc_size_roundup(sizeof(struct mmcid_mm)));
-	ret = pn_mmcid_footprint(run, a.mm, sizeof(u64));
-	if (!ret)
-		ret = pn_mmcid_footprint(run, a.mm, SMP_CACHE_BYTES);
-free:
-	mmcid_counter_destroy(a.ctr);
-	if (a.mm)
-		mmput(a.mm);
-	if (pctr_ok)
-		percpu_counter_destroy(&pctr);
-	free_percpu(a.pcpu);
-	kfree(a.counts);
-	return ret;
-}
-
-const struct pn_test pn_mmcid_test = {
-	.name = "mmcid",
-	.desc = "mm_cid-indexed per-mm counter: remote kthreads, cid slots, reader, mm teardown",
-	.def_duration_ms = 1000,
-	.stress = pn_mmcid_stress,
-	.bench = pn_mmcid_bench,
-};

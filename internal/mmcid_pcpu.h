@@ -1,11 +1,83 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * mmcid_pcpu internals shared with the KUnit suites and the test harness;
- * not an API (clients use include/pcpu_next/mmcid_pcpu.h).
+ * not an API (clients use include/pcpu_next/mmcid_pcpu.h).  Nothing here
+ * is exported to other modules except, with KUnit, through
+ * EXPORT_SYMBOL_IF_KUNIT().
+ *
+ * Who uses what:
+ *
+ *	enum mmcid_src				library, harness, KUnit
+ *	__mmcid_pcpu_get()			harness bench, KUnit
+ *	__mmcid_counter_add()			harness, KUnit
+ *	mmcid_pcpu_ctx_size()			harness bench
+ *	mmcid_pcpu_grow_attempts()		KUnit only
+ *	mmcid_pcpu_lock_key()			KUnit only
+ *	mmcid_pcpu_geo_blk(), _geo_block()	KUnit only
+ *	pn_mmcid_parse()			harness, KUnit (with the harness)
+ *	pn_mmcid_torture_start(), _stop()	harness (control plane)
+ *
+ * __mmcid_pcpu_get(), __mmcid_counter_add() and mmcid_pcpu_ctx_size()
+ * are compiled only with KUnit or the harness, the KUnit-only ones only
+ * with KUnit (VISIBLE_IF_KUNIT, EXPORT_SYMBOL_IF_KUNIT); the last three
+ * are defined by the harness (torture/mmcid_pcpu_torture.c) and exist
+ * only with CONFIG_PCPU_NEXT_TORTURE.  The functions are documented
+ * (kernel-doc) where they are defined.
  */
 #ifndef _PCPU_NEXT_INTERNAL_MMCID_PCPU_H
 #define _PCPU_NEXT_INTERNAL_MMCID_PCPU_H
 
+#include <linux/gfp_types.h>
+#include <linux/lockdep_types.h>
+#include <linux/types.h>
+
 #include <pcpu_next/mmcid_pcpu.h>
+
+/**
+ * enum mmcid_src - where an access takes its index from
+ * @MMCID_SRC_TASK: task_mm_cid(current), read with preemption disabled;
+ *	the remote slot for a caller that is not a thread of the storage's
+ *	mm or has no cid.  The only source of the exported API.
+ * @MMCID_SRC_CPU: the CPU number, read with preemption disabled: exclusive
+ *	exactly like a real cid, and handed from task to task as tasks
+ *	migrate, as a real cid is handed on at a context switch.  For
+ *	kernel threads, which never own an mm_cid.
+ * @MMCID_SRC_FIXED: a cid the caller chooses and guarantees that nobody
+ *	else uses at the same time.
+ *
+ * A cid outside [0, nr_cpu_ids) means the remote slot, whatever the
+ * source.
+ */
+enum mmcid_src {
+	MMCID_SRC_TASK,
+	MMCID_SRC_CPU,
+	MMCID_SRC_FIXED,
+};
+
+void *__mmcid_pcpu_get(struct mmcid_pcpu *s, struct mmcid_pcpu_ref *ref,
+		       gfp_t gfp, enum mmcid_src src, int cid);
+int __mmcid_counter_add(struct mmcid_counter *c, s64 delta, gfp_t gfp,
+			enum mmcid_src src, int cid, unsigned int *cpu);
+size_t mmcid_pcpu_ctx_size(void);
+
+#if IS_ENABLED(CONFIG_KUNIT)
+/* Block allocations tried, and the backoff deadline (0: none). */
+unsigned int mmcid_pcpu_grow_attempts(struct mmcid_pcpu *s,
+				      unsigned long *retry);
+/* The lockdep class key the storage's lock was given. */
+const struct lock_class_key *mmcid_pcpu_lock_key(struct mmcid_pcpu *s);
+/* Block geometry for @stride-byte slots and @ncids cids. */
+unsigned int mmcid_pcpu_geo_blk(unsigned int stride, unsigned int cid);
+void mmcid_pcpu_geo_block(unsigned int stride, unsigned int ncids,
+			  unsigned int k, unsigned int *first,
+			  unsigned int *len);
+#endif
+
+#if IS_ENABLED(CONFIG_PCPU_NEXT_TORTURE)
+/* The debugfs file pcpu_next/mmcid: its parser, its creation and removal. */
+int pn_mmcid_parse(const char *buf, size_t len, s64 *delta);
+void pn_mmcid_torture_start(void);
+void pn_mmcid_torture_stop(void);
+#endif
 
 #endif /* _PCPU_NEXT_INTERNAL_MMCID_PCPU_H */

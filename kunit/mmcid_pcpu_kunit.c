@@ -14,8 +14,17 @@
  *
  * A kernel thread never owns an mm_cid, even with an mm attached, so the
  * real cid source is exercised by the selftest from user threads; here
- * the cid paths are driven with explicit cids (MMCID_SRC_FIXED), which go
- * through the same block, first-use and publication code.
+ * the cid paths are driven with explicit cids (MMCID_SRC_FIXED, through
+ * the module-internal __mmcid_pcpu_get() and __mmcid_counter_add() of
+ * internal/mmcid_pcpu.h), which go through the same block, first-use and
+ * publication code.
+ *
+ * The suite needs the library only, not the harness (it runs in the
+ * kunit.py lane, where the module is built without it), except for
+ * mmcid_parse: the parser of the harness's debugfs file, tested when the
+ * harness is built in and skipped otherwise.  No case reads a fast-path
+ * statistic (mmcid_pcpu keeps none), so CONFIG_PCPU_NEXT_STATS changes
+ * nothing here.
  *
  * Several cases are about the context the code runs in rather than about
  * results: on the PREEMPT_RT kernel and on the lockdep kernels
@@ -35,6 +44,7 @@
 #include <linux/kthread.h>
 #include <linux/log2.h>
 #include <linux/mman.h>
+#include <linux/module.h>
 #include <linux/preempt.h>
 #include <linux/sched.h>
 #include <linux/sched/mm.h>
@@ -44,6 +54,9 @@
 #include <linux/string.h>
 
 #include <pcpu_next/mmcid_pcpu.h>
+#include "internal/mmcid_pcpu.h"
+
+MODULE_IMPORT_NS(EXPORTED_FOR_KUNIT_TESTING);	/* mm_alloc() */
 
 #define MAGIC	0x6d6d636964ULL
 
@@ -1050,6 +1063,7 @@ static void mmcid_geometry(struct kunit *test)
 	}
 }
 
+#if IS_ENABLED(CONFIG_PCPU_NEXT_TORTURE)
 struct kt_parse_case {
 	const char *in;
 	int ret;
@@ -1094,6 +1108,13 @@ static void mmcid_parse(struct kunit *test)
 			KUNIT_EXPECT_EQ_MSG(test, delta, p->delta, "input \"%s\"", p->in);
 	}
 }
+#else
+/* The debugfs file and its parser come with the harness. */
+static void mmcid_parse(struct kunit *test)
+{
+	kunit_skip(test, "the mmcid debugfs file needs CONFIG_PCPU_NEXT_TORTURE");
+}
+#endif
 
 static struct kunit_case mmcid_cases[] = {
 	KUNIT_CASE(mmcid_init_once),

@@ -1,2 +1,696 @@
 // SPDX-License-Identifier: GPL-2.0
-/* mmcid_pcpu stress and bench: being moved here from ../mmcid_pcpu.c. */
+/*
+ * mmcid_pcpu stress and bench for the debugfs control plane (test=mmcid),
+ * and the debugfs file pcpu_next/mmcid through which user threads add to
+ * a counter of their own mm (the selftests' way in to the real cid path).
+ *
+ * A kernel thread never owns an mm_cid, not even with an mm attached by
+ * kthread_use_mm() (copy_mm() gives a kernel thread no cid, and
+ * kthread_use_mm() does not make one active), so the control plane's
+ * workers cannot take the real cid path: the selftest
+ * (selftests/mmcid_test.c) drives that from user threads through the
+ * debugfs file below.  What the stress exercises honestly here:
+ *  - remote adds from kthreads that borrowed the test mm with
+ *    kthread_use_mm() (current->mm matches, but no cid) and from kthreads
+ *    without an mm: every one must land in the remote slot;
+ *  - the cid-slot machinery (block growth, first-use init, publication to
+ *    a concurrent reader) with the CPU number as the cid
+ *    (__mmcid_counter_add() with MMCID_SRC_CPU from internal/mmcid_pcpu.h),
+ *    which is exclusive under preempt_disable() just as a real cid is and
+ *    is handed from task to task as workers migrate, as a real cid is;
+ *  - a reader summing concurrently: the sum never decreases and never
+ *    exceeds what was issued; at the end it is exact;
+ *  - mm teardown with live data: the sum survives the fold, and no cid
+ *    slot is left.
+ *
+ * The bench compares, per add and across the same workers, the cid-slot
+ * add (CPU number as the cid: the same fast path as a user thread's
+ * mm_cid, one entry switch more) and the remote add with this_cpu_add()
+ * on plain per-CPU memory and with percpu_counter_add(), and checks that
+ * the counter's sum accounts for every add.  It then prints the memory of
+ * storage with 8-byte and cache-line slots and cids 0..T-1 used, for T up
+ * to nr_cpu_ids, against per-CPU memory for every possible CPU (target:
+ * at most 1/8 of it for 4 threads on 64 CPUs or more), and the size of
+ * the per-mm context all objects of an mm share.
+ *
+ * The test mm is a fresh mm_alloc() when the kernel exports it (it does
+ * so for KUnit builds); otherwise (stock kernel) the run uses the mm of
+ * the task that wrote the control line (run->mm, referenced by the
+ * control plane for the run's lifetime) without touching its address
+ * space, and the teardown check is skipped because that mm is not ours
+ * to tear down.
+ *
+ * Runs execute in the control plane's workqueue, where no signal is ever
+ * pending, so mmcid_counter_create() cannot fail with -EINTR here; any
+ * error it returns ends the run with that error.
+ *
+ * Besides the public API this uses, from internal/mmcid_pcpu.h, only the
+ * chosen-index entry points __mmcid_pcpu_get() and __mmcid_counter_add()
+ * and mmcid_pcpu_ctx_size().  No fast-path statistic is read, so the
+ * checks are the same with and without CONFIG_PCPU_NEXT_STATS.
+ *
+ * The debugfs file and its registry (one counter per writing mm) are
+ * created by pn_mmcid_torture_start() and removed by
+ * pn_mmcid_torture_stop(), which the control plane calls when it creates
+ * and removes its own files; see "debugfs" below for the format.
+ * pn_mmcid_reg_lock (a mutex) protects the registry; it is taken before
+ * mmap_lock (mmu_notifier_get()) and from the registry's ->release, which
+ * runs without mmap_lock, and it is never held with a storage object's
+ * lock.
+ */
+
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/atomic.h>
+#include <linux/ctype.h>
+#include <linux/debugfs.h>
+#include <linux/err.h>
+#include <linux/fs.h>
+#include <linux/kernel.h>
+#include <linux/kthread.h>
+#include <linux/list.h>
+#include <linux/math64.h>
+#include <linux/mm.h>
+#include <linux/mmu_notifier.h>
+#include <linux/module.h>
+#include <linux/mutex.h>
+#include <linux/percpu.h>
+#include <linux/percpu_counter.h>
+#include <linux/sched.h>
+#include <linux/sched/mm.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+#include <linux/uaccess.h>
+
+#include <pcpu_next/mmcid_pcpu.h>
+#include "internal/mmcid_pcpu.h"
+#include "torture.h"
+
+#if IS_ENABLED(CONFIG_KUNIT)
+MODULE_IMPORT_NS(EXPORTED_FOR_KUNIT_TESTING);	/* mm_alloc() */
+#endif
+
+/* ---- debugfs: adds from user threads ---------------------------------------- */
+
+/*
+ * /sys/kernel/debug/pcpu_next/mmcid (root only).  Every process that
+ * writes to it gets one counter for its mm, created on first use and
+ * destroyed when the mm is torn down (or at module unload).
+ *
+ *   write  "add <n>" or "add <n>\n", one write(2) at offset 0; <n> is a
+ *          decimal in [-2^31, 2^31 - 1] ('-' allowed, no '+', no blanks)
+ *          EINVAL: malformed, offset not 0, writer without an mm
+ *          ERANGE: <n> out of range; E2BIG: 64 bytes or more
+ *   read   the result of the last add through this open file, one line:
+ *          "cid=<c> cpu=<p> sum=<s> maxcid=<m> slots=<n> mem=<bytes>\n"
+ *          c: the mm_cid whose slot took the add (-1: the remote slot);
+ *          p: the CPU it ran on; s: the counter's sum right after the
+ *          add; m: the largest cid with an initialised slot; n: cid slots
+ *          allocated; bytes: mmcid_pcpu_memory().
+ *          ENODATA before the first add.
+ * Use one open file per thread, pwrite()/pread() at offset 0.
+ */
+#define PN_MMCID_LINE	64
+
+struct pn_mmcid_reg {
+	struct mmu_notifier mn;
+	struct list_head node;		/* on pn_mmcid_regs */
+	struct mmcid_counter *ctr;
+};
+
+/* Protects pn_mmcid_regs, every entry's node and ctr, pn_mmcid_dying. */
+static DEFINE_MUTEX(pn_mmcid_reg_lock);
+static LIST_HEAD(pn_mmcid_regs);
+static bool pn_mmcid_dying;
+static struct dentry *pn_mmcid_file;
+
+static struct mmu_notifier *pn_mmcid_reg_alloc(struct mm_struct *mm)
+{
+	struct pn_mmcid_reg *r = kzalloc(sizeof(*r), GFP_KERNEL);
+
+	if (!r)
+		return ERR_PTR(-ENOMEM);
+	INIT_LIST_HEAD(&r->node);
+	return &r->mn;
+}
+
+static void pn_mmcid_reg_free(struct mmu_notifier *mn)
+{
+	kfree(container_of(mn, struct pn_mmcid_reg, mn));
+}
+
+/* Unlink, destroy, drop the subscription; pn_mmcid_reg_lock held. */
+static void pn_mmcid_reg_drop(struct pn_mmcid_reg *r)
+{
+	lockdep_assert_held(&pn_mmcid_reg_lock);
+	list_del_init(&r->node);
+	mmcid_counter_destroy(r->ctr);
+	r->ctr = NULL;
+	mmu_notifier_put(&r->mn);
+}
+
+static void pn_mmcid_reg_release(struct mmu_notifier *mn, struct mm_struct *mm)
+{
+	struct pn_mmcid_reg *r = container_of(mn, struct pn_mmcid_reg, mn);
+
+	mutex_lock(&pn_mmcid_reg_lock);
+	if (!list_empty(&r->node))	/* else module unload got it first */
+		pn_mmcid_reg_drop(r);
+	mutex_unlock(&pn_mmcid_reg_lock);
+}
+
+static const struct mmu_notifier_ops pn_mmcid_reg_ops = {
+	.release = pn_mmcid_reg_release,
+	.alloc_notifier = pn_mmcid_reg_alloc,
+	.free_notifier = pn_mmcid_reg_free,
+};
+
+/*
+ * The debugfs counter of @mm (a live mm: current's), created on demand.
+ * -EINTR from either mmu_notifier_get() (a signal is pending) is passed on.
+ */
+static struct mmcid_counter *pn_mmcid_counter_of(struct mm_struct *mm)
+{
+	struct mmcid_counter *ctr;
+	struct mmu_notifier *mn;
+	struct pn_mmcid_reg *r;
+
+	mutex_lock(&pn_mmcid_reg_lock);
+	if (pn_mmcid_dying) {
+		ctr = ERR_PTR(-ENODEV);
+		goto out;
+	}
+	list_for_each_entry(r, &pn_mmcid_regs, node) {
+		if (r->mn.mm == mm) {
+			ctr = r->ctr;
+			goto out;
+		}
+	}
+	ctr = mmcid_counter_create(mm);
+	if (IS_ERR(ctr))
+		goto out;
+	mn = mmu_notifier_get(&pn_mmcid_reg_ops, mm);
+	if (IS_ERR(mn)) {
+		mmcid_counter_destroy(ctr);
+		ctr = ERR_CAST(mn);
+		goto out;
+	}
+	r = container_of(mn, struct pn_mmcid_reg, mn);
+	r->ctr = ctr;
+	list_add(&r->node, &pn_mmcid_regs);
+out:
+	mutex_unlock(&pn_mmcid_reg_lock);
+	return ctr;
+}
+
+/**
+ * pn_mmcid_parse() - parse one "add <n>" line of the mmcid debugfs file
+ * @buf: the bytes written (not NUL terminated)
+ * @len: their number
+ * @delta: set on success
+ *
+ * Context: Any context.
+ * Return: 0; -E2BIG if @len >= 64; -ERANGE if <n> is outside the s32
+ * range; -EINVAL for anything else.
+ */
+int pn_mmcid_parse(const char *buf, size_t len, s64 *delta)
+{
+	char num[PN_MMCID_LINE];
+	size_t i, n;
+	s64 v;
+	int ret;
+
+	if (len >= PN_MMCID_LINE)
+		return -E2BIG;
+	if (len && buf[len - 1] == '\n')
+		len--;
+	if (len < 5 || memcmp(buf, "add ", 4))
+		return -EINVAL;
+	n = len - 4;
+	memcpy(num, buf + 4, n);
+	num[n] = '\0';
+	for (i = 0; i < n; i++)
+		if (!isdigit(num[i]) && !(i == 0 && num[i] == '-'))
+			return -EINVAL;
+	if (num[0] == '-' && n == 1)
+		return -EINVAL;
+	ret = kstrtos64(num, 10, &v);
+	if (ret)
+		return ret;
+	if (v < S32_MIN || v > S32_MAX)
+		return -ERANGE;
+	*delta = v;
+	return 0;
+}
+
+struct pn_mmcid_fd {
+	struct mutex lock;		/* protects the fields below */
+	bool valid;
+	int cid;
+	unsigned int cpu;
+	s64 sum;
+	int maxcid;
+	unsigned int slots;
+	size_t mem;
+};
+
+static int pn_mmcid_open(struct inode *inode, struct file *file)
+{
+	struct pn_mmcid_fd *f = kzalloc(sizeof(*f), GFP_KERNEL);
+
+	if (!f)
+		return -ENOMEM;
+	mutex_init(&f->lock);
+	file->private_data = f;
+	return 0;
+}
+
+static int pn_mmcid_release(struct inode *inode, struct file *file)
+{
+	struct pn_mmcid_fd *f = file->private_data;
+
+	mutex_destroy(&f->lock);
+	kfree(f);
+	return 0;
+}
+
+static ssize_t pn_mmcid_write(struct file *file, const char __user *ubuf,
+			      size_t count, loff_t *ppos)
+{
+	struct pn_mmcid_fd *f = file->private_data;
+	char buf[PN_MMCID_LINE];
+	struct mmcid_counter *ctr;
+	struct mmcid_pcpu *s;
+	unsigned int cpu;
+	s64 delta, sum;
+	int cid, ret;
+
+	if (*ppos)
+		return -EINVAL;
+	if (count >= PN_MMCID_LINE)
+		return -E2BIG;
+	if (copy_from_user(buf, ubuf, count))
+		return -EFAULT;
+	ret = pn_mmcid_parse(buf, count, &delta);
+	if (ret)
+		return ret;
+	if (!current->mm || (current->flags & PF_KTHREAD))
+		return -EINVAL;
+
+	/* current->mm stays alive, so its counter does too (see release). */
+	ctr = pn_mmcid_counter_of(current->mm);
+	if (IS_ERR(ctr)) {
+		ret = PTR_ERR(ctr);
+		/*
+		 * -EINTR: a pending signal made mmu_notifier_get() give up
+		 * before anything was added; restart the write after it.
+		 */
+		return ret == -EINTR ? -ERESTARTNOINTR : ret;
+	}
+	cid = mmcid_counter_add(ctr, delta, GFP_KERNEL, &cpu);
+	sum = mmcid_counter_sum(ctr);
+	s = mmcid_counter_storage(ctr);
+
+	mutex_lock(&f->lock);
+	f->valid = true;
+	f->cid = cid;
+	f->cpu = cpu;
+	f->sum = sum;
+	f->maxcid = mmcid_pcpu_max_cid(s);
+	f->slots = mmcid_pcpu_slots(s);
+	f->mem = mmcid_pcpu_memory(s);
+	mutex_unlock(&f->lock);
+	return count;
+}
+
+static ssize_t pn_mmcid_read(struct file *file, char __user *ubuf,
+			     size_t count, loff_t *ppos)
+{
+	struct pn_mmcid_fd *f = file->private_data;
+	char buf[128];
+	int len;
+
+	mutex_lock(&f->lock);
+	if (!f->valid) {
+		mutex_unlock(&f->lock);
+		return -ENODATA;
+	}
+	len = scnprintf(buf, sizeof(buf),
+			"cid=%d cpu=%u sum=%lld maxcid=%d slots=%u mem=%zu\n",
+			f->cid, f->cpu, f->sum, f->maxcid, f->slots, f->mem);
+	mutex_unlock(&f->lock);
+	return simple_read_from_buffer(ubuf, count, ppos, buf, len);
+}
+
+/*
+ * .owner, as on every file of the module: ->release is module code (it
+ * frees the per-file state) and debugfs calls it even after the file was
+ * removed, so an open file must pin the module.
+ */
+static const struct file_operations pn_mmcid_fops = {
+	.owner = THIS_MODULE,
+	.open = pn_mmcid_open,
+	.release = pn_mmcid_release,
+	.read = pn_mmcid_read,
+	.write = pn_mmcid_write,
+	.llseek = default_llseek,
+};
+
+/**
+ * pn_mmcid_torture_start() - create the mmcid debugfs file
+ *
+ * The control plane calls it from pn_control_start(), once every
+ * component is ready; the file's path and behaviour are those the
+ * selftests (mmcid, fuzz, failnth) and the guest scripts use.
+ *
+ * Context: Module init, after pn_mmcid_init(); may sleep.
+ */
+void pn_mmcid_torture_start(void)
+{
+	pn_mmcid_file = debugfs_create_file("mmcid", 0600, pn_debugfs_dir(),
+					    NULL, &pn_mmcid_fops);
+}
+
+/**
+ * pn_mmcid_torture_stop() - remove the file, free every counter of the
+ *			     registry, wait for the registry's notifiers
+ *
+ * The control plane calls it from pn_control_stop(), while the library
+ * still works.  Removing the file waits for writers in progress; after
+ * that no counter is created any more, and those still registered are
+ * destroyed here (the mm of each may outlive the module).
+ *
+ * Context: Module exit, before pn_mmcid_exit(); may sleep.
+ */
+void pn_mmcid_torture_stop(void)
+{
+	struct pn_mmcid_reg *r, *tmp;
+
+	debugfs_remove(pn_mmcid_file);	/* waits for writers in progress */
+	pn_mmcid_file = NULL;
+	mutex_lock(&pn_mmcid_reg_lock);
+	pn_mmcid_dying = true;
+	list_for_each_entry_safe(r, tmp, &pn_mmcid_regs, node)
+		pn_mmcid_reg_drop(r);
+	mutex_unlock(&pn_mmcid_reg_lock);
+	/*
+	 * The registry's free_notifier callback (our code) must finish
+	 * before unload.  In 6.12 mmu_notifier_synchronize() is
+	 * synchronize_srcu() on the notifiers' SRCU, which
+	 * mmu_notifier_put() frees through.  pn_mmcid_exit() does the same
+	 * for the library's own per-mm contexts.
+	 */
+	mmu_notifier_synchronize();
+}
+
+/* ---- stress and bench ------------------------------------------------------------ */
+
+static struct mm_struct *pn_mmcid_test_mm(struct pn_run *run, bool *owned)
+{
+#if IS_ENABLED(CONFIG_KUNIT)
+	struct mm_struct *mm = mm_alloc();
+
+	if (mm) {
+		*owned = true;
+		return mm;
+	}
+#endif
+	*owned = false;
+	if (!run->mm)
+		return NULL;
+	mmget(run->mm);
+	return run->mm;
+}
+
+enum pn_mmcid_mode { PN_MC_MIXED, PN_MC_LOCAL, PN_MC_REMOTE, PN_MC_PCPU,
+		     PN_MC_PCTR };
+
+struct pn_mmcid_arg {
+	enum pn_mmcid_mode mode;
+	struct mmcid_counter *ctr;
+	struct mm_struct *mm;
+	u64 __percpu *pcpu;
+	struct percpu_counter *pctr;
+	atomic64_t issued;
+	u64 *counts;			/* per worker: ops (bench) or sum (stress) */
+	atomic_long_t bad_cid;		/* remote adds that got a cid slot */
+	unsigned long bad_read;		/* reader (worker 0) saw a bad sum */
+};
+
+static int pn_mmcid_stress_worker(struct pn_run *run, unsigned int idx,
+				  void *data)
+{
+	struct pn_mmcid_arg *a = data;
+	bool use_mm = idx & 1;
+	s64 last = 0;
+	u64 n = 0, mine = 0;
+
+	if (use_mm)
+		kthread_use_mm(a->mm);
+	while (!pn_should_stop(run)) {
+		unsigned int d = 1 + (n % 3);
+
+		atomic64_add_return(d, &a->issued);	/* before the add */
+		if (n & 1) {
+			__mmcid_counter_add(a->ctr, d, GFP_KERNEL, MMCID_SRC_CPU,
+					    0, NULL);
+		} else if (mmcid_counter_add(a->ctr, d, GFP_KERNEL, NULL) !=
+			   MMCID_PCPU_REMOTE) {
+			atomic_long_inc(&a->bad_cid);	/* kthreads own no cid */
+		}
+		mine += d;
+		if (idx == 0 && !(n & 63)) {
+			s64 sum = mmcid_counter_sum(a->ctr);
+
+			smp_rmb();	/* the sum before what was issued */
+			if (sum < last || sum > atomic64_read(&a->issued))
+				a->bad_read++;
+			last = sum;
+		}
+		if (!(++n & 255))
+			cond_resched();
+	}
+	if (use_mm)
+		kthread_unuse_mm(a->mm);
+	a->counts[idx] = mine;
+	return 0;
+}
+
+static int pn_mmcid_stress(struct pn_run *run)
+{
+	struct pn_mmcid_arg a = { .mode = PN_MC_MIXED };
+	u64 expect = 0;
+	s64 sum, after;
+	bool owned;
+	unsigned int i;
+	int ret;
+
+	a.counts = kcalloc(run->p.threads, sizeof(*a.counts), GFP_KERNEL);
+	if (!a.counts)
+		return -ENOMEM;
+	a.mm = pn_mmcid_test_mm(run, &owned);
+	if (!a.mm) {
+		ret = -ESRCH;
+		goto free;
+	}
+	a.ctr = mmcid_counter_create(a.mm);
+	if (IS_ERR(a.ctr)) {
+		ret = PTR_ERR(a.ctr);
+		goto put_mm;
+	}
+	atomic64_set(&a.issued, 0);
+
+	ret = pn_run_threads(run, run->p.threads, run->p.pin,
+			     run->p.duration_ms, pn_mmcid_stress_worker, &a);
+	for (i = 0; i < run->p.threads; i++)
+		expect += a.counts[i];
+	sum = mmcid_counter_sum(a.ctr);
+	pn_printf(run, "mm=%s ops_sum=%llu sum=%lld maxcid=%d slots=%u mem=%zu ",
+		  owned ? "test" : "writer", expect, sum,
+		  mmcid_pcpu_max_cid(mmcid_counter_storage(a.ctr)),
+		  mmcid_pcpu_slots(mmcid_counter_storage(a.ctr)),
+		  mmcid_pcpu_memory(mmcid_counter_storage(a.ctr)));
+	if (ret)
+		goto destroy;
+	if (sum != expect)
+		pn_fail(run, "sum_off_by=%lld", sum - (s64)expect);
+	if (atomic_long_read(&a.bad_cid))
+		pn_fail(run, "kthread_got_cid=%ld", atomic_long_read(&a.bad_cid));
+	if (a.bad_read)
+		pn_fail(run, "inconsistent_reads=%lu", a.bad_read);
+
+	if (owned) {
+		/* Tear the mm down under the counter: the sum must survive. */
+		mmput(a.mm);
+		a.mm = NULL;
+		after = mmcid_counter_sum(a.ctr);
+		pn_printf(run, "teardown_sum=%lld teardown_mem=%zu ", after,
+			  mmcid_pcpu_memory(mmcid_counter_storage(a.ctr)));
+		if (!mmcid_pcpu_mm_gone(mmcid_counter_storage(a.ctr)))
+			pn_fail(run, "mm_teardown_not_seen");
+		if (after != sum)
+			pn_fail(run, "teardown_lost=%lld", sum - after);
+		if (mmcid_pcpu_slots(mmcid_counter_storage(a.ctr)))
+			pn_fail(run, "slots_left_after_teardown");
+	}
+destroy:
+	mmcid_counter_destroy(a.ctr);
+put_mm:
+	if (a.mm)
+		mmput(a.mm);
+free:
+	kfree(a.counts);
+	return ret;
+}
+
+static int pn_mmcid_bench_worker(struct pn_run *run, unsigned int idx,
+				 void *data)
+{
+	struct pn_mmcid_arg *a = data;
+	u64 n = 0;
+
+	while (!pn_should_stop(run)) {
+		switch (a->mode) {
+		case PN_MC_LOCAL:
+			__mmcid_counter_add(a->ctr, 1, GFP_KERNEL, MMCID_SRC_CPU,
+					    0, NULL);
+			break;
+		case PN_MC_REMOTE:
+			mmcid_counter_add(a->ctr, 1, GFP_KERNEL, NULL);
+			break;
+		case PN_MC_PCPU:
+			this_cpu_add(*a->pcpu, 1);
+			break;
+		case PN_MC_PCTR:
+			percpu_counter_add(a->pctr, 1);
+			break;
+		default:
+			break;
+		}
+		if (!(++n & 1023))
+			cond_resched();
+	}
+	a->counts[idx] = n;
+	return 0;
+}
+
+static int pn_mmcid_phase(struct pn_run *run, struct pn_mmcid_arg *a,
+			  enum pn_mmcid_mode mode, u64 *ops, u64 *ns)
+{
+	unsigned int i;
+	int ret;
+
+	a->mode = mode;
+	memset(a->counts, 0, run->p.threads * sizeof(*a->counts));
+	ret = pn_run_threads(run, run->p.threads, run->p.pin,
+			     run->p.duration_ms, pn_mmcid_bench_worker, a);
+	*ns = run->phase_ns;
+	for (*ops = 0, i = 0; i < run->p.threads; i++)
+		*ops += a->counts[i];
+	return ret;
+}
+
+/* Footprint: storage with @payload bytes per slot, cids 0..T-1 used. */
+static int pn_mmcid_footprint(struct pn_run *run, struct mm_struct *mm,
+			      unsigned int payload)
+{
+	unsigned int possible = num_possible_cpus(), t;
+	size_t pcpu = (size_t)ALIGN(payload, sizeof(long)) * possible;
+
+	for (t = 1; t <= nr_cpu_ids; t *= 2) {
+		struct mmcid_pcpu_ref ref;
+		struct mmcid_pcpu *s;
+		size_t mem;
+		u64 r1000;
+		int cid;
+
+		s = mmcid_pcpu_create(mm, payload, NULL, NULL);
+		if (IS_ERR(s))
+			return PTR_ERR(s);
+		for (cid = 0; cid < t; cid++) {
+			__mmcid_pcpu_get(s, &ref, GFP_KERNEL, MMCID_SRC_FIXED, cid);
+			mmcid_pcpu_put(s, &ref);
+		}
+		mem = mmcid_pcpu_memory(s);
+		mmcid_pcpu_destroy(s);
+		r1000 = div64_u64((u64)mem * 1000, pcpu);
+		pn_printf(run, "# footprint payload=%u threads=%u possible=%u mmcid=%zu percpu=%zu ratio=%llu.%03llu%s\n",
+			  payload, t, possible, mem, pcpu, r1000 / 1000,
+			  r1000 % 1000,
+			  t == 4 && possible >= 64 ?
+			  (mem * 8 <= pcpu ? " target<=0.125:met" :
+			   " target<=0.125:missed") : "");
+	}
+	return 0;
+}
+
+static int pn_mmcid_bench(struct pn_run *run)
+{
+	struct pn_mmcid_arg a = {};
+	struct percpu_counter pctr;
+	u64 lops, lns, rops, rns, pops, pns, cops, cns;
+	bool owned, pctr_ok = false;
+	int ret = -ENOMEM;
+
+	a.counts = kcalloc(run->p.threads, sizeof(*a.counts), GFP_KERNEL);
+	a.pcpu = alloc_percpu(u64);
+	if (!a.counts || !a.pcpu)
+		goto free;
+	if (percpu_counter_init(&pctr, 0, GFP_KERNEL))
+		goto free;
+	pctr_ok = true;
+	a.pctr = &pctr;
+	a.mm = pn_mmcid_test_mm(run, &owned);
+	if (!a.mm) {
+		ret = -ESRCH;
+		goto free;
+	}
+	a.ctr = mmcid_counter_create(a.mm);
+	if (IS_ERR(a.ctr)) {
+		ret = PTR_ERR(a.ctr);
+		a.ctr = NULL;
+		goto free;
+	}
+
+	ret = pn_mmcid_phase(run, &a, PN_MC_LOCAL, &lops, &lns);
+	if (!ret)
+		ret = pn_mmcid_phase(run, &a, PN_MC_PCPU, &pops, &pns);
+	if (!ret)
+		ret = pn_mmcid_phase(run, &a, PN_MC_PCTR, &cops, &cns);
+	if (!ret)
+		ret = pn_mmcid_phase(run, &a, PN_MC_REMOTE, &rops, &rns);
+	if (ret)
+		goto free;
+	pn_bench_row(run, "mmcid_counter_add (cid slot)", lops, lns,
+		     "this_cpu_add", pops, pns);
+	pn_bench_row(run, "mmcid_counter_add (cid slot)", lops, lns,
+		     "percpu_counter_add", cops, cns);
+	pn_bench_row(run, "mmcid_counter_add (remote)", rops, rns,
+		     "percpu_counter_add", cops, cns);
+	pn_printf(run, "# cid slot = CPU number from kthreads (same fast path as a user thread's mm_cid); remote = kthread, locked slot\n");
+	if (mmcid_counter_sum(a.ctr) != lops + rops)
+		pn_fail(run, "bench_sum_inexact");
+
+	pn_printf(run, "# per-mm context (shared by all objects of an mm): %zu bytes\n",
+		  mmcid_pcpu_ctx_size());
+	ret = pn_mmcid_footprint(run, a.mm, sizeof(u64));
+	if (!ret)
+		ret = pn_mmcid_footprint(run, a.mm, SMP_CACHE_BYTES);
+free:
+	mmcid_counter_destroy(a.ctr);
+	if (a.mm)
+		mmput(a.mm);
+	if (pctr_ok)
+		percpu_counter_destroy(&pctr);
+	free_percpu(a.pcpu);
+	kfree(a.counts);
+	return ret;
+}
+
+const struct pn_test pn_mmcid_test = {
+	.name = "mmcid",
+	.desc = "mm_cid-indexed per-mm counter: remote kthreads, cid slots, reader, mm teardown",
+	.def_duration_ms = 1000,
+	.stress = pn_mmcid_stress,
+	.bench = pn_mmcid_bench,
+};

@@ -2,7 +2,15 @@
 /*
  * Per-mm storage indexed by the rseq concurrency id (mm_cid) instead of the
  * CPU number: a process with T threads on a machine with C possible CPUs
- * needs about min(T, C) slots, not C.  See mmcid_pcpu.c for the design.
+ * needs about min(T, C) slots, not C.  See mmcid_pcpu.c for the design;
+ * the functions are documented (kernel-doc) where they are defined.
+ *
+ * This is the client API, all of it exported (GPL): storage objects
+ * (create, destroy, get/put of the caller's slot, for_each, and the
+ * lockless memory, slots, max_cid and mm_gone reports) and a counter on
+ * top of them.  Everything a test needs besides (a chosen index, the
+ * geometry, the growth statistics) is in the module's private
+ * internal/mmcid_pcpu.h.
  */
 #ifndef _PCPU_NEXT_MMCID_PCPU_H
 #define _PCPU_NEXT_MMCID_PCPU_H
@@ -125,34 +133,5 @@ int mmcid_counter_add_nested(struct mmcid_counter *c, s64 delta, gfp_t gfp,
 			     unsigned int *cpu);
 s64 mmcid_counter_sum(struct mmcid_counter *c);
 struct mmcid_pcpu *mmcid_counter_storage(struct mmcid_counter *c);
-
-/*
- * Module-internal, for the KUnit suite and the benchmark (not exported):
- * index by a cid the caller chooses.  MMCID_SRC_CPU uses the CPU number
- * read with preemption disabled, which is exclusive exactly like a real
- * cid is; MMCID_SRC_FIXED uses @cid and the caller guarantees that no one
- * else uses that cid at the same time.
- */
-enum mmcid_src { MMCID_SRC_TASK, MMCID_SRC_CPU, MMCID_SRC_FIXED };
-
-void *__mmcid_pcpu_get(struct mmcid_pcpu *s, struct mmcid_pcpu_ref *ref,
-		       gfp_t gfp, enum mmcid_src src, int cid);
-int __mmcid_counter_add(struct mmcid_counter *c, s64 delta, gfp_t gfp,
-			enum mmcid_src src, int cid, unsigned int *cpu);
-int pn_mmcid_parse(const char *buf, size_t len, s64 *delta);
-#if IS_ENABLED(CONFIG_KUNIT)
-/* KUnit only: block allocations tried, and the backoff deadline. */
-unsigned int mmcid_pcpu_grow_attempts(struct mmcid_pcpu *s,
-				      unsigned long *retry);
-/* KUnit only: the lockdep class key the storage's lock was given. */
-const struct lock_class_key *mmcid_pcpu_lock_key(struct mmcid_pcpu *s);
-/* KUnit only: block geometry for @stride-byte slots and @ncids cids. */
-unsigned int mmcid_pcpu_geo_blk(unsigned int stride, unsigned int cid);
-void mmcid_pcpu_geo_block(unsigned int stride, unsigned int ncids,
-			  unsigned int k, unsigned int *first,
-			  unsigned int *len);
-#endif
-int pn_mmcid_init(void);
-void pn_mmcid_exit(void);
 
 #endif /* _PCPU_NEXT_MMCID_PCPU_H */
