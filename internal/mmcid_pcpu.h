@@ -14,14 +14,12 @@
  *	mmcid_pcpu_grow_attempts()		KUnit only
  *	mmcid_pcpu_lock_key()			KUnit only
  *	mmcid_pcpu_geo_blk(), _geo_block()	KUnit only
- *	pn_mmcid_parse()			harness, KUnit (with the harness)
- *	pn_mmcid_torture_start(), _stop()	harness (control plane)
  *
  * __mmcid_pcpu_get(), __mmcid_counter_add() and mmcid_pcpu_ctx_size()
  * are compiled only with KUnit or the harness, the KUnit-only ones only
- * with KUnit (VISIBLE_IF_KUNIT, EXPORT_SYMBOL_IF_KUNIT); the last three
- * are defined by the harness (torture/mmcid_pcpu_torture.c) and exist
- * only with CONFIG_PCPU_NEXT_TORTURE.  The functions are documented
+ * with KUnit (VISIBLE_IF_KUNIT, EXPORT_SYMBOL_IF_KUNIT).  The harness's
+ * own mmcid functions (the debugfs file) are in torture/torture.h.  The
+ * functions are documented
  * (kernel-doc) where they are defined.
  */
 #ifndef _PCPU_NEXT_INTERNAL_MMCID_PCPU_H
@@ -71,13 +69,6 @@ unsigned int mmcid_pcpu_geo_blk(unsigned int stride, unsigned int cid);
 void mmcid_pcpu_geo_block(unsigned int stride, unsigned int ncids,
 			  unsigned int k, unsigned int *first,
 			  unsigned int *len);
-#endif
-
-#if IS_ENABLED(CONFIG_PCPU_NEXT_TORTURE)
-/* The debugfs file pcpu_next/mmcid: its parser, its creation and removal. */
-int pn_mmcid_parse(const char *buf, size_t len, s64 *delta);
-void pn_mmcid_torture_start(void);
-void pn_mmcid_torture_stop(void);
 #endif
 
 #endif /* _PCPU_NEXT_INTERNAL_MMCID_PCPU_H */

@@ -311,11 +311,57 @@ static void pn_bench_row_ratio(struct kunit *test)
 	KUNIT_EXPECT_NOT_NULL(test, strstr(buf, "6.00\n"));
 }
 
+struct kt_parse_case {
+	const char *in;
+	int ret;
+	s64 delta;
+};
+
+static const struct kt_parse_case kt_parse_cases[] = {
+	{ "add 1\n", 0, 1 },
+	{ "add 0", 0, 0 },
+	{ "add -5\n", 0, -5 },
+	{ "add 2147483647", 0, 2147483647LL },
+	{ "add -2147483648", 0, -2147483648LL },
+	{ "add 2147483648", -ERANGE, 0 },
+	{ "add 99999999999999999999", -ERANGE, 0 },
+	{ "add +5", -EINVAL, 0 },
+	{ "add -", -EINVAL, 0 },
+	{ "add ", -EINVAL, 0 },
+	{ "add  5", -EINVAL, 0 },
+	{ "add 5 ", -EINVAL, 0 },
+	{ "add 5\n\n", -EINVAL, 0 },
+	{ "sub 5", -EINVAL, 0 },
+	{ "ADD 5", -EINVAL, 0 },
+	{ "add 0x10", -EINVAL, 0 },
+	{ "", -EINVAL, 0 },
+	{ "\n", -EINVAL, 0 },
+	{ "add 1111111111111111111111111111111111111111111111111111111111111", -E2BIG, 0 },
+};
+
+/* The mmcid debugfs file (torture/mmcid_pcpu_torture.c): strict lines. */
+static void pn_mmcid_parse_test(struct kunit *test)
+{
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(kt_parse_cases); i++) {
+		const struct kt_parse_case *p = &kt_parse_cases[i];
+		s64 delta = 12345;
+		int ret;
+
+		ret = pn_mmcid_parse(p->in, strlen(p->in), &delta);
+		KUNIT_EXPECT_EQ_MSG(test, ret, p->ret, "input \"%s\"", p->in);
+		if (!p->ret)
+			KUNIT_EXPECT_EQ_MSG(test, delta, p->delta, "input \"%s\"", p->in);
+	}
+}
+
 static struct kunit_case pn_control_cases[] = {
 	KUNIT_CASE(pn_parse_rejects_bad_lines),
 	KUNIT_CASE(pn_parse_rejects_overlong_and_binary),
 	KUNIT_CASE(pn_parse_accepts_good_lines),
 	KUNIT_CASE(pn_fault_window),
+	KUNIT_CASE(pn_mmcid_parse_test),
 	KUNIT_CASE(pn_parse_bounds_follow_nr_cpu_ids),
 	KUNIT_CASE(pn_find_test_knows_percpu),
 	KUNIT_CASE(pn_harness_runs_pinned_workers),

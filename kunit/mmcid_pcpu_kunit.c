@@ -20,9 +20,9 @@
  * publication code.
  *
  * The suite needs the library only, not the harness (it runs in the
- * kunit.py lane, where the module is built without it), except for
- * mmcid_parse: the parser of the harness's debugfs file, tested when the
- * harness is built in and skipped otherwise.  No case reads a fast-path
+ * kunit.py lane, where the module is built without it); the parser of
+ * the harness's debugfs file is tested by the harness's suite
+ * (kunit/control_kunit.c).  No case reads a fast-path
  * statistic (mmcid_pcpu keeps none), so CONFIG_PCPU_NEXT_STATS changes
  * nothing here.
  *
@@ -1063,58 +1063,6 @@ static void mmcid_geometry(struct kunit *test)
 	}
 }
 
-#if IS_ENABLED(CONFIG_PCPU_NEXT_TORTURE)
-struct kt_parse_case {
-	const char *in;
-	int ret;
-	s64 delta;
-};
-
-static const struct kt_parse_case kt_parse_cases[] = {
-	{ "add 1\n", 0, 1 },
-	{ "add 0", 0, 0 },
-	{ "add -5\n", 0, -5 },
-	{ "add 2147483647", 0, 2147483647LL },
-	{ "add -2147483648", 0, -2147483648LL },
-	{ "add 2147483648", -ERANGE, 0 },
-	{ "add 99999999999999999999", -ERANGE, 0 },
-	{ "add +5", -EINVAL, 0 },
-	{ "add -", -EINVAL, 0 },
-	{ "add ", -EINVAL, 0 },
-	{ "add  5", -EINVAL, 0 },
-	{ "add 5 ", -EINVAL, 0 },
-	{ "add 5\n\n", -EINVAL, 0 },
-	{ "sub 5", -EINVAL, 0 },
-	{ "ADD 5", -EINVAL, 0 },
-	{ "add 0x10", -EINVAL, 0 },
-	{ "", -EINVAL, 0 },
-	{ "\n", -EINVAL, 0 },
-	{ "add 1111111111111111111111111111111111111111111111111111111111111", -E2BIG, 0 },
-};
-
-/* The debugfs line format is strict. */
-static void mmcid_parse(struct kunit *test)
-{
-	unsigned int i;
-
-	for (i = 0; i < ARRAY_SIZE(kt_parse_cases); i++) {
-		const struct kt_parse_case *p = &kt_parse_cases[i];
-		s64 delta = 12345;
-		int ret;
-
-		ret = pn_mmcid_parse(p->in, strlen(p->in), &delta);
-		KUNIT_EXPECT_EQ_MSG(test, ret, p->ret, "input \"%s\"", p->in);
-		if (!p->ret)
-			KUNIT_EXPECT_EQ_MSG(test, delta, p->delta, "input \"%s\"", p->in);
-	}
-}
-#else
-/* The debugfs file and its parser come with the harness. */
-static void mmcid_parse(struct kunit *test)
-{
-	kunit_skip(test, "the mmcid debugfs file needs CONFIG_PCPU_NEXT_TORTURE");
-}
-#endif
 
 static struct kunit_case mmcid_cases[] = {
 	KUNIT_CASE(mmcid_init_once),
@@ -1132,7 +1080,6 @@ static struct kunit_case mmcid_cases[] = {
 	KUNIT_CASE(mmcid_create_eintr),
 	KUNIT_CASE(mmcid_teardown_reader),
 	KUNIT_CASE(mmcid_geometry),
-	KUNIT_CASE(mmcid_parse),
 	{}
 };
 

@@ -902,6 +902,7 @@ void pn_control_start(void)
 	pn_files[0] = debugfs_create_file("list", 0400, pn_debugfs_dir(), NULL, &pn_list_fops);
 	pn_files[1] = debugfs_create_file("stress", 0600, pn_debugfs_dir(), NULL, &pn_stress_fops);
 	pn_files[2] = debugfs_create_file("bench", 0600, pn_debugfs_dir(), NULL, &pn_bench_fops);
+	pn_mmcid_torture_start();	/* pcpu_next/mmcid, for the selftests */
 }
 
 /**
@@ -929,6 +930,7 @@ void pn_control_stop(void)
 	mutex_unlock(&pn_ctl_lock);
 	destroy_workqueue(pn_wq);	/* drains the run */
 	pn_wq = NULL;
+	pn_mmcid_torture_stop();	/* pcpu_next/mmcid and its counters */
 }
 
 /**

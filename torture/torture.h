@@ -183,6 +183,11 @@ static inline void pn_fault_disarm(struct pn_run *run)
 }
 #endif
 
+/* The mmcid debugfs file (mmcid_pcpu_torture.c): parser, creation, removal. */
+int pn_mmcid_parse(const char *buf, size_t len, s64 *delta);
+void pn_mmcid_torture_start(void);
+void pn_mmcid_torture_stop(void);
+
 int pn_control_init(void);
 void pn_control_start(void);
 void pn_control_stop(void);
