@@ -116,6 +116,9 @@ for lane in $lanes; do
 		sed -n '/PN-BENCH-BEGIN/,/PN-BENCH-END/p' "$OUT/bench-4.log"
 		run_vm bench-4of64 stock 4 64 bench.sh
 		sed -n '/PN-BENCH-BEGIN/,/PN-BENCH-END/p' "$OUT/bench-4of64.log"
+		echo "== bench headline (scripts/headline.py)"
+		python3 "$REPO/scripts/headline.py" 4of4="$OUT/bench-4.log" \
+			4of64="$OUT/bench-4of64.log" | sed 's/^/   /'
 		;;
 	*) die "unknown lane $lane" ;;
 	esac

@@ -25,4 +25,6 @@ for shape in "4 4" "4 64"; do
 		-e '/^=== PN-BENCH-BEGIN/,/^=== PN-BENCH-END/{/^=== /!p}' "$log"
 	echo
 done
+echo "== headline: each component's key ratio next to its target (issue 13)"
+python3 "$REPO/scripts/headline.py" 4of4="$OUT/demo-4of4.log" 4of64="$OUT/demo-4of64.log"
 exit $rc

@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""One screen: each component's key ratio next to its target.
+
+Usage: headline.py LABEL=LOG [LABEL=LOG ...]
+Each LOG is a VM console log holding the bench tables (=== PN-BENCH-BEGIN
+... === PN-BENCH-END) of one run; LABEL names its machine shape (e.g.
+4of4, 4of64).  Every ratio is ours / the kernel's (or / the floor),
+measured in the same VM run; under an emulator only ratios mean anything,
+and none of this is a test (a bench passes when it ran).
+"""
+import re
+import sys
+
+ROW = re.compile(r'^(?P<name>\S.*?)\s+(?P<ops>\d+)\s\s(?P<base>\S.*?)\s+'
+                 r'(?P<bops>\d+)\s+(?P<ratio>\d+\.\d\d)$')
+
+
+def parse(path):
+    """Return (rows, comments) of every bench table in the log."""
+    rows, comments, inside = {}, [], False
+    with open(path, errors='replace') as f:
+        for line in f:
+            line = line.rstrip('\n')
+            if line.startswith('=== PN-BENCH-BEGIN'):
+                inside = True
+                continue
+            if line.startswith('=== PN-BENCH-END'):
+                inside = False
+                continue
+            if not inside:
+                continue
+            if line.startswith('#'):
+                comments.append(line)
+                continue
+            m = ROW.match(line)
+            if m:
+                key = (m['name'], m['base'])
+                rows.setdefault(key, (int(m['ops']), int(m['bops']),
+                                      float(m['ratio'])))
+    return rows, comments
+
+
+def row_ratio(name, base):
+    def get(rows, comments):
+        r = rows.get((name, base))
+        return r[2] if r else None
+    return get
+
+
+def ops_ratio(name, base, name2, base2):
+    """ops of one row over ops of another (different benches, same run)."""
+    def get(rows, comments):
+        a, b = rows.get((name, base)), rows.get((name2, base2))
+        return a[0] / b[0] if a and b and b[0] else None
+    return get
+
+
+def comment_ratio(pattern):
+    def get(rows, comments):
+        for c in comments:
+            m = re.search(pattern, c)
+            if m:
+                return float(m.group(1)) / float(m.group(2)) \
+                    if m.lastindex == 2 else float(m.group(1))
+        return None
+    return get
+
+
+METRICS = [
+    ('lazy add, upgraded (flat) / percpu_counter_add', '>=', 1.0,
+     row_ratio('add_local (flat)', 'percpu_counter_add (own)')),
+    ('lazy add, upgraded (tree) / raw tree add', '>=', 0.9,
+     ops_ratio('add_local (tree)', 'percpu_counter_add (own)',
+               'tree_add', 'percpu_counter_add')),
+    ('init+upgrade(flat)+destroy x4 / percpu_counter x4', '>=', 1.0,
+     row_ratio('init+upgrade(flat)+destroy x4', 'percpu_counter init+destroy x4')),
+    ('init+upgrade(tree)+destroy x4 / percpu_counter x4', '>=', 1.0,
+     row_ratio('init+upgrade(tree)+destroy x4', 'percpu_counter init+destroy x4')),
+    ('  the same from every thread at once (flat)', '>=', 1.0,
+     row_ratio('all threads: upgrade(flat) x4', 'all threads: percpu_counter x4')),
+    ('  the same from every thread at once (tree)', '>=', 1.0,
+     row_ratio('all threads: upgrade(tree) x4', 'all threads: percpu_counter x4')),
+    ('tree precise sum / percpu_counter_sum', '>=', 0.8,
+     row_ratio('tree_precise_sum', 'percpu_counter_sum')),
+    ('tree bytes per counter / percpu_counter', '<=', 2.0,
+     comment_ratio(r'this VM: bytes/counter tree=(\d+) .* percpu_counter=(\d+)')),
+    ('mmcid add (cid slot*) / percpu_counter_add', '>=', 0.9,
+     row_ratio('mmcid_counter_add (cid slot)', 'percpu_counter_add')),
+    ('mmcid footprint 8 B, 4 threads / per-CPU', '<=', 0.125,
+     comment_ratio(r'footprint payload=8 threads=4 possible=\d+ .*ratio=([\d.]+)')),
+    ('sized alloc+free, 1 thread / zeroing floor', '>=', 0.85,
+     row_ratio('pn_alloc_percpu 1 thread', 'zeroing floor 1 thread')),
+    ('sized alloc+free / __alloc_percpu, 1 thread', '>=', 1.0,
+     row_ratio('pn_alloc_percpu 1 thread', '__alloc_percpu 1 thread')),
+]
+
+
+def main(argv):
+    runs = []
+    for arg in argv:
+        label, _, path = arg.partition('=')
+        try:
+            runs.append((label, parse(path)))
+        except OSError as e:
+            print(f'headline: {path}: {e}', file=sys.stderr)
+            runs.append((label, ({}, [])))
+    head = f"{'key ratio (ours / kernel, same VM run)':52}" + \
+        ''.join(f'{label:>8}' for label, _ in runs) + '  target'
+    print(head)
+    for title, op, target, get in METRICS:
+        cells, verdict = '', []
+        for _, (rows, comments) in runs:
+            v = get(rows, comments)
+            if v is None:
+                cells += f"{'-':>8}"
+                continue
+            cells += f'{v:8.2f}'
+            verdict.append(v >= target if op == '>=' else v <= target)
+        tag = 'met' if verdict and all(verdict) else \
+            'missed' if verdict and not any(verdict) else \
+            'partly' if verdict else 'n/a'
+        print(f'{title:52}{cells}  {op} {target:<5g} {tag}')
+    print('* cid slot: the bench indexes by the CPU number from kthreads, which')
+    print('  have no mm_cid in 6.12; the real cid path needs user threads.')
+    print('(a benchmark, not a test: ratios from TCG, not timed asserts)')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main(sys.argv[1:]))
