@@ -94,6 +94,11 @@ cp /bin/busybox "$root/bin/busybox"
 cp "$mod" "$root/pcpu_next.ko"
 cp "$client" "$root/pcpu_next_client.ko"
 cp "$work"/selftests/bin/* "$root/selftests/" 2>/dev/null || true
+# Benchmark programs (selftests/*_bench.c) go to /bench, not /selftests.
+if [ -d "$work/selftests/bin/bench" ]; then
+	mkdir -p "$root/bench"
+	cp "$work"/selftests/bin/bench/* "$root/bench/"
+fi
 cp "$REPO/scripts/guest/lib.sh" "$root/lib.sh"
 cp "$guest" "$root/guest.sh"
 cat >"$root/init" <<'INIT'

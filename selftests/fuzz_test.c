@@ -216,7 +216,9 @@ static int ref_fail_next(const char *line, size_t len, unsigned long long *v)
 
 /*
  * mmcid: "add <n>", n decimal digits with an optional leading '-', in the
- * s32 range; one optional newline; 64 bytes or more E2BIG.
+ * s32 range; one optional newline; 64 bytes or more E2BIG.  Or "bench <n>"
+ * (more than the 6 bytes "bench "), n decimal digits only, 1 .. 2^20:
+ * the counter grows by n.
  */
 static int ref_mmcid(const char *line, size_t len, long long *v)
 {
@@ -227,6 +229,24 @@ static int ref_mmcid(const char *line, size_t len, long long *v)
 
 	if (len >= 64)
 		return E2BIG;
+	if (len > 6 && !memcmp(line, "bench ", 6)) {
+		if (line[len - 1] == '\n')
+			len--;
+		if (len < 7)
+			return EINVAL;
+		memcpy(buf, line + 6, len - 6);
+		buf[len - 6] = '\0';
+		for (i = 0; i < len - 6; i++)
+			if (buf[i] < '0' || buf[i] > '9')
+				return EINVAL;
+		err = ref_ull(buf, &u);
+		if (err)
+			return err;
+		if (!u || u > (1ULL << 20))
+			return ERANGE;
+		*v = (long long)u;
+		return 0;
+	}
 	if (len && line[len - 1] == '\n')
 		len--;
 	if (len < 5 || memcmp(line, "add ", 4))
@@ -289,6 +309,7 @@ static const char *const cdict[] = {
 	"add ", "add", " ", "-", "+", "\n", "\0", "0", "9", "2147483647",
 	"2147483648", "-2147483648", "-2147483649", "1048576", "1048577",
 	"4294967296", "18446744073709551616", "0x10", "\xff", "000000000000000000000000000001",
+	"bench ",
 };
 
 static const char *const *cur_dict = dict;
@@ -350,7 +371,9 @@ static const char *const corpus[] = {
 };
 
 static const char *const ccorpus_fail[] = { "0\n", "3", "+17\n", "1048576" };
-static const char *const ccorpus_mmcid[] = { "add 1\n", "add -5", "add 2147483647\n", "add 0" };
+static const char *const ccorpus_mmcid[] = {
+	"add 1\n", "add -5", "add 2147483647\n", "add 0", "bench 3\n", "bench 1000",
+};
 
 static int load_tests(void)
 {

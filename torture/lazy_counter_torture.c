@@ -60,6 +60,14 @@
 
 #define LAZY_ST_NR		4	/* counters per simulated process */
 #define LAZY_ST_ROUND_MS	250	/* lifetime of one generation of processes */
+/*
+ * With faults=, shorter generations and two processes each: every
+ * generation makes at most one upgrade attempt per process, and at 30%
+ * six attempts (1.5 s of 250 ms rounds, one process) injected nothing in
+ * about one run in eight; fifty attempts leave that at 0.7^50.
+ */
+#define LAZY_ST_FAULT_ROUND_MS	60
+#define LAZY_ST_FAULT_PROCS	2
 
 enum lazy_st_upgrade {
 	LAZY_ST_NEVER,		/* stays lazy; destroyed in lazy mode */
@@ -243,7 +251,8 @@ static int lazy_st_check(struct pn_run *run, struct lazy_st *st,
 static int lazy_stress(struct pn_run *run)
 {
 	unsigned int nthreads = max(run->p.threads, 2U);
-	unsigned int round_ms = min(run->p.duration_ms, LAZY_ST_ROUND_MS);
+	unsigned int round_ms = min(run->p.duration_ms, run->p.faults ?
+				    LAZY_ST_FAULT_ROUND_MS : LAZY_ST_ROUND_MS);
 	unsigned int rounds = max(run->p.duration_ms / round_ms, 1U);
 	struct lazy_counter_stats st0, st1;
 	unsigned int r, pi, i, upgraded = 0;
@@ -252,6 +261,8 @@ static int lazy_stress(struct pn_run *run)
 	int ret = 0;
 
 	st.nproc = run->p.objects ? : max(nthreads / 4, 1U);
+	if (run->p.faults && !run->p.objects)
+		st.nproc = max(st.nproc, LAZY_ST_FAULT_PROCS);
 	st.nproc = min(st.nproc, nthreads - 1);
 	nthreads = max(nthreads, 2 * st.nproc);
 	st.procs = kcalloc(st.nproc, sizeof(*st.procs), GFP_KERNEL);

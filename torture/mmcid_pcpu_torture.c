@@ -23,7 +23,10 @@
  *  - mm teardown with live data: the sum survives the fold, and no cid
  *    slot is left.
  *
- * The bench compares, per add and across the same workers, the cid-slot
+ * The real cid path is benchmarked from user threads through the
+ * debugfs file ("bench <n>", driven by selftests/mmcid_bench.c in the
+ * bench lane).  The control-plane bench compares, per add and across the
+ * same workers, the cid-slot
  * add (CPU number as the cid: the same fast path as a user thread's
  * mm_cid, one entry switch more) and the remote add with this_cpu_add()
  * on plain per-CPU memory and with percpu_counter_add(), and checks that
@@ -108,6 +111,12 @@ MODULE_IMPORT_NS(EXPORTED_FOR_KUNIT_TESTING);	/* mm_alloc() */
  *          add; m: the largest cid with an initialised slot; n: cid slots
  *          allocated; bytes: mmcid_pcpu_memory().
  *          ENODATA before the first add.
+ *   write  "bench <n>" (1 <= n <= 2^20): <n> adds of 1 through the real
+ *          cid path and <n> percpu_counter_add() in the writer's thread,
+ *          timed (see pn_mmcid_bench_run()); ERANGE out of range, ENOMEM
+ *          without the baseline counter.  The read then has a second
+ *          line "bench n=<n> mmcid_ns=<t> pcpu_ns=<t>" (the counter's sum
+ *          includes the <n> adds).  Driven by selftests/mmcid_bench.c.
  * Use one open file per thread, pwrite()/pread() at offset 0.
  */
 #define PN_MMCID_LINE	64
@@ -246,6 +255,10 @@ int pn_mmcid_parse(const char *buf, size_t len, s64 *delta)
 struct pn_mmcid_fd {
 	struct mutex lock;		/* protects the fields below */
 	bool valid;
+	bool bench;			/* the last write was "bench <n>" */
+	unsigned int bench_n;
+	u64 bench_mmcid_ns;
+	u64 bench_pcpu_ns;
 	int cid;
 	unsigned int cpu;
 	s64 sum;
@@ -274,6 +287,74 @@ static int pn_mmcid_release(struct inode *inode, struct file *file)
 	return 0;
 }
 
+/*
+ * "bench <n>": the real cid path, timed in the writing user thread.  The
+ * kernel threads of the control plane have no mm_cid, so this is where
+ * mmcid_counter_add() is measured on the path a multi-threaded process
+ * takes: <n> adds of 1 to the writer's mm's counter (its own cid slot,
+ * preemption disabled inside each add) against <n> percpu_counter_add()
+ * of 1 to one shared percpu_counter (what mm->rss_stat does), in four
+ * alternating slices so that both see the same interference.  A bench,
+ * not a test: the program in selftests/ that drives it checks only the
+ * counter's sum and prints ratios.
+ */
+#define PN_MMCID_BENCH_MAX	BIT(20)
+#define PN_MMCID_BENCH_SLICES	4
+
+static struct percpu_counter pn_mmcid_bench_pc;
+static bool pn_mmcid_bench_pc_ok;
+
+static int pn_mmcid_parse_bench(const char *buf, size_t len, unsigned int *n)
+{
+	char num[PN_MMCID_LINE];
+	size_t i, k;
+	int ret;
+
+	if (len && buf[len - 1] == '\n')
+		len--;
+	if (len < 7 || memcmp(buf, "bench ", 6))
+		return -EINVAL;
+	k = len - 6;
+	memcpy(num, buf + 6, k);
+	num[k] = '\0';
+	for (i = 0; i < k; i++)
+		if (!isdigit(num[i]))
+			return -EINVAL;
+	ret = kstrtouint(num, 10, n);
+	if (ret)
+		return ret;
+	return *n && *n <= PN_MMCID_BENCH_MAX ? 0 : -ERANGE;
+}
+
+static void pn_mmcid_bench_run(struct mmcid_counter *ctr, unsigned int n,
+			       u64 *mmcid_ns, u64 *pcpu_ns)
+{
+	unsigned int slice, i, per;
+	u64 t0;
+
+	*mmcid_ns = 0;
+	*pcpu_ns = 0;
+	for (slice = 0; slice < PN_MMCID_BENCH_SLICES; slice++) {
+		/* exactly n adds of each kind over the slices */
+		per = n / PN_MMCID_BENCH_SLICES +
+		      (slice < n % PN_MMCID_BENCH_SLICES);
+		t0 = ktime_get_ns();
+		for (i = 0; i < per; i++) {
+			mmcid_counter_add(ctr, 1, GFP_KERNEL, NULL);
+			if (!(i & 4095))
+				cond_resched();
+		}
+		*mmcid_ns += ktime_get_ns() - t0;
+		t0 = ktime_get_ns();
+		for (i = 0; i < per; i++) {
+			percpu_counter_add(&pn_mmcid_bench_pc, 1);
+			if (!(i & 4095))
+				cond_resched();
+		}
+		*pcpu_ns += ktime_get_ns() - t0;
+	}
+}
+
 static ssize_t pn_mmcid_write(struct file *file, const char __user *ubuf,
 			      size_t count, loff_t *ppos)
 {
@@ -281,7 +362,8 @@ static ssize_t pn_mmcid_write(struct file *file, const char __user *ubuf,
 	char buf[PN_MMCID_LINE];
 	struct mmcid_counter *ctr;
 	struct mmcid_pcpu *s;
-	unsigned int cpu;
+	u64 mmcid_ns = 0, pcpu_ns = 0;
+	unsigned int cpu, bench_n;
 	s64 delta, sum;
 	int cid, ret;
 
@@ -291,7 +373,15 @@ static ssize_t pn_mmcid_write(struct file *file, const char __user *ubuf,
 		return -E2BIG;
 	if (copy_from_user(buf, ubuf, count))
 		return -EFAULT;
-	ret = pn_mmcid_parse(buf, count, &delta);
+	bench_n = 0;
+	if (count > 6 && !memcmp(buf, "bench ", 6)) {
+		ret = pn_mmcid_parse_bench(buf, count, &bench_n);
+		delta = 0;
+		if (!ret && !pn_mmcid_bench_pc_ok)
+			ret = -ENOMEM;
+	} else {
+		ret = pn_mmcid_parse(buf, count, &delta);
+	}
 	if (ret)
 		return ret;
 	if (!current->mm || (current->flags & PF_KTHREAD))
@@ -307,12 +397,18 @@ static ssize_t pn_mmcid_write(struct file *file, const char __user *ubuf,
 		 */
 		return ret == -EINTR ? -ERESTARTNOINTR : ret;
 	}
+	if (bench_n)
+		pn_mmcid_bench_run(ctr, bench_n, &mmcid_ns, &pcpu_ns);
 	cid = mmcid_counter_add(ctr, delta, GFP_KERNEL, &cpu);
 	sum = mmcid_counter_sum(ctr);
 	s = mmcid_counter_storage(ctr);
 
 	mutex_lock(&f->lock);
 	f->valid = true;
+	f->bench = bench_n;
+	f->bench_n = bench_n;
+	f->bench_mmcid_ns = mmcid_ns;
+	f->bench_pcpu_ns = pcpu_ns;
 	f->cid = cid;
 	f->cpu = cpu;
 	f->sum = sum;
@@ -327,7 +423,7 @@ static ssize_t pn_mmcid_read(struct file *file, char __user *ubuf,
 			     size_t count, loff_t *ppos)
 {
 	struct pn_mmcid_fd *f = file->private_data;
-	char buf[128];
+	char buf[192];
 	int len;
 
 	mutex_lock(&f->lock);
@@ -338,6 +434,10 @@ static ssize_t pn_mmcid_read(struct file *file, char __user *ubuf,
 	len = scnprintf(buf, sizeof(buf),
 			"cid=%d cpu=%u sum=%lld maxcid=%d slots=%u mem=%zu\n",
 			f->cid, f->cpu, f->sum, f->maxcid, f->slots, f->mem);
+	if (f->bench)
+		len += scnprintf(buf + len, sizeof(buf) - len,
+				 "bench n=%u mmcid_ns=%llu pcpu_ns=%llu\n",
+				 f->bench_n, f->bench_mmcid_ns, f->bench_pcpu_ns);
 	mutex_unlock(&f->lock);
 	return simple_read_from_buffer(ubuf, count, ppos, buf, len);
 }
@@ -367,6 +467,9 @@ static const struct file_operations pn_mmcid_fops = {
  */
 void pn_mmcid_torture_start(void)
 {
+	/* Without it "bench <n>" answers -ENOMEM; adds work regardless. */
+	pn_mmcid_bench_pc_ok = !percpu_counter_init(&pn_mmcid_bench_pc, 0,
+						    GFP_KERNEL);
 	pn_mmcid_file = debugfs_create_file("mmcid", 0600, pn_debugfs_dir(),
 					    NULL, &pn_mmcid_fops);
 }
@@ -388,6 +491,9 @@ void pn_mmcid_torture_stop(void)
 
 	debugfs_remove(pn_mmcid_file);	/* waits for writers in progress */
 	pn_mmcid_file = NULL;
+	if (pn_mmcid_bench_pc_ok)
+		percpu_counter_destroy(&pn_mmcid_bench_pc);
+	pn_mmcid_bench_pc_ok = false;
 	mutex_lock(&pn_mmcid_reg_lock);
 	pn_mmcid_dying = true;
 	list_for_each_entry_safe(r, tmp, &pn_mmcid_regs, node)

@@ -5,5 +5,10 @@ pn_insmod || exit 1
 for t in $(pn_tests bench); do
 	pn_bench "test=$t ms=${PN_BENCH_MS:-400}"
 done
+# The real cid path, from user threads (selftests/mmcid_bench.c).
+if [ -x /bench/mmcid_bench ]; then
+	/bench/mmcid_bench
+	[ $? -eq 0 ] && pn_result PASS bench:mmcid-user || pn_result FAIL bench:mmcid-user
+fi
 pn_rmmod
 exit 0

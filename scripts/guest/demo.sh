@@ -11,5 +11,6 @@ done
 for t in $(pn_tests bench); do
 	pn_bench "test=$t ms=${PN_BENCH_MS:-1000}"
 done
+[ -x /bench/mmcid_bench ] && /bench/mmcid_bench
 pn_rmmod
 exit 0
