@@ -76,12 +76,15 @@
  * level spans N_l (K_l - 1) T_(l-1) = 2^order * B * (1 - 1/K_l) in all,
  * so under + over < 2^order * B * (nr_levels + 1): the bound grows as
  * O(nr_cpu_ids * B * nr_levels), against O(nr_cpu_ids^2) for a
- * percpu_counter whose batch grows with the CPU count.  The level-0 start
- * values are subtracted from the precise sum (level0_start, per CPU
- * read); the item start values need no correction, by the identity above.
+ * percpu_counter whose batch grows with the CPU count.  The level-0
+ * start value is not stored in the counters: they start at 0 as the
+ * allocator zeroed them and the add looks for carries in (counter +
+ * level0_start), the same arithmetic modulo 2^BITS_PER_LONG, so init
+ * writes no per-CPU memory and the precise sum is the plain sum of level
+ * 0; the item start values need no correction, by the identity above.
  * The precise sum (and so pn_ctree_set()) reads only the CPUs that were
  * ever brought up (pn_cpus_seen, internal/core.h): a CPU that never ran
- * still holds its start value, which contributes nothing, so skipping it
+ * still holds 0, which contributes nothing, so skipping it
  * is exact; an offline CPU keeps its part and is still read.
  *
  * Sets.  pn_ctree_set() only moves the bias, which both sums include:
@@ -452,7 +455,7 @@ int pn_ctree_init_many(struct pn_ctree *counters, struct pn_ctree_item *items,
 {
 	const struct pn_ctree_topo *t = &pn_ctree_topo;
 	unsigned long start[PN_CTREE_MAX_LEVELS], under, over;
-	unsigned int possible = num_possible_cpus(), b, i, l, cpu;
+	unsigned int possible = num_possible_cpus(), b, i, l;
 	unsigned long __percpu *level0;
 
 	if (!pn_ctree_ready || !nr || batch < 2 || !is_power_of_2(batch))
@@ -483,8 +486,11 @@ int pn_ctree_init_many(struct pn_ctree *counters, struct pn_ctree_item *items,
 		c->over = over;
 		c->items = it;
 		c->root = t->nr_levels ? &it[t->nr_items - 1].count : NULL;
-		for_each_possible_cpu(cpu)
-			*per_cpu_ptr(c->level0, cpu) = start[0];
+		/*
+		 * Level 0 stays as the allocator zeroed it: the start value
+		 * is an offset the add applies when it looks for carries
+		 * (pn_ctree_add()), so init writes no per-CPU memory.
+		 */
 		c->level0_start = start[0];
 		for (l = 1; l < t->nr_levels; l++) {
 			unsigned int j, n;
@@ -632,7 +638,8 @@ void pn_ctree_add(struct pn_ctree *counter, long inc)
 		return;
 	}
 	preempt_disable();
-	res = this_cpu_add_return(*level0, inc);
+	/* the counter as if it had started at level0_start (see init) */
+	res = this_cpu_add_return(*level0, inc) + counter->level0_start;
 	carry = pn_ctree_carry(res - inc, res, counter->batch_order,
 			       BITS_PER_LONG);
 	if (unlikely(carry))
@@ -648,9 +655,9 @@ static unsigned long pn_ctree_level0_sum(struct pn_ctree *c,
 	unsigned long sum = 0;
 	unsigned int cpu;
 
-	/* CPUs never brought up still hold their start value: skip them. */
+	/* CPUs never brought up still hold 0: skip them. */
 	for_each_cpu(cpu, pn_cpus_seen)
-		sum += READ_ONCE(*per_cpu_ptr(level0, cpu)) - c->level0_start;
+		sum += READ_ONCE(*per_cpu_ptr(level0, cpu));
 	return sum;
 }
 

@@ -47,8 +47,8 @@ struct pn_ctree_item {
  * @batch_order: log2 of the batch size, 0 on a single-CPU topology
  * @root: the item whose value is the approximate sum (NULL on one CPU)
  * @bias: added to both sums; moved by pn_ctree_set()
- * @level0_start: the starting value of each level-0 counter, subtracted
- *	from each one read by the precise sum
+ * @level0_start: the offset the add gives each level-0 counter when it
+ *	looks for carries (the counters themselves start at 0)
  * @items: the tree's items, levels 1..root, pn_ctree_items_size() bytes
  * @batch: level-0 increments that make one carry to level 1
  * @under: approx >= precise - @under at quiescence
@@ -60,8 +60,8 @@ struct pn_ctree {
 	unsigned int batch_order;
 	atomic_long_t *root;
 	long bias;
-	/* Slow path. */
 	unsigned long level0_start;
+	/* Slow path. */
 	struct pn_ctree_item *items;
 	unsigned long batch;
 	unsigned long under;
@@ -106,7 +106,7 @@ static inline long pn_ctree_approx_sum(struct pn_ctree *counter)
 	if (counter->root)
 		v = atomic_long_read(counter->root);
 	else	/* one CPU: level 0 is exact and the only counter */
-		v = READ_ONCE(*per_cpu_ptr(level0, 0)) - counter->level0_start;
+		v = READ_ONCE(*per_cpu_ptr(level0, 0));
 	return (long)(v + (unsigned long)READ_ONCE(counter->bias));
 }
 
