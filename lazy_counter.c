@@ -667,7 +667,8 @@ static int lazy_tree_setup(struct lazy_group *g, gfp_t gfp)
 		return -ENOMEM;
 	if (total > KMALLOC_MAX_SIZE / 2)
 		return -ENOMEM;
-	trees = kzalloc(roundup_pow_of_two(total), gfp);
+	/* pn_ctree_init_many() writes every tree and item: no zeroing */
+	trees = kmalloc(roundup_pow_of_two(total), gfp);
 	if (!trees)
 		return -ENOMEM;
 	batch = roundup_pow_of_two(max(lazy_counter_batch(), 2L));
