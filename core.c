@@ -33,8 +33,9 @@
  * before the new CPU executes anything.  Bits are never cleared: an
  * offline CPU keeps its part in place and sums keep reading it, so no
  * counter needs a hotplug callback or a list.  A CPU's first update is
- * ordered after its bit by the hotplug handshake (the bring-up waits on a
- * completion the new CPU signals); a sum that reads the mask before the
+ * ordered after its bit because the control CPU sets the bit before it
+ * kicks the new CPU (BP_PREPARE_DYN precedes BP_KICK_AP), and starting a
+ * CPU orders what the starter wrote before; a sum that reads the mask before the
  * bit appears races with that CPU's updates and may miss them, as a sum
  * misses any update concurrent with it.
  *

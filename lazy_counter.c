@@ -142,7 +142,7 @@
  * spinlock_t from its magazines, depot, chunks and reserve, else from
  * __alloc_percpu_gfp(gfp) (the kernel's atomic path: pcpu_lock, a
  * spinlock_t, no mutex), and kicks its refill work with queue_work();
- * for the tree, one more kzalloc(gfp); no global lock; the switch (an
+ * for the tree, one more kmalloc(gfp); no global lock; the switch (an
  * xchg and a release store with interrupts off); nothing waits for
  * another CPU.  A losing or failing upgrade frees
  * through the same locks (pn_free_percpu(), which may end in
@@ -164,7 +164,7 @@
  * non-blocking upgrade adds __GFP_NOWARN to every allocation it makes
  * (group, per-CPU storage, tree items): no allocation-failure report
  * with a call trace.  The tree target's items come from one
- * kzalloc(roundup_pow_of_two(total)), which is a high-order allocation
+ * kmalloc(roundup_pow_of_two(total)), which is a high-order allocation
  * on large machines (1024 CPU ids and 4 counters: 64 KiB, order 4), so
  * GFP_ATOMIC upgrades to the tree target will mostly fail there; the
  * flat target does not have that problem.  Destroy of an upgraded array
@@ -525,23 +525,35 @@ static void lazy_misuse(const char *what)
 
 /* ---- flat target ------------------------------------------------------- */
 
+/*
+ * The largest batch the kernel ever computes (compute_batch_value() in
+ * lib/percpu_counter.c: max(32, 2 * online CPUs)), for nr_cpu_ids CPUs
+ * online; set at module init.  An add never uses a larger one.
+ */
+static s32 lazy_flat_batch_max __read_mostly = 32;
+
 /**
  * lazy_counter_batch() - the flat target's folding threshold
  *
  * The per-CPU delta stays below this in absolute value; it follows
- * percpu_counter_batch so that the comparison with percpu_counter is fair.
+ * percpu_counter_batch so that the comparison with percpu_counter is fair,
+ * capped at what the kernel computes with every possible CPU online.  The
+ * kernel recomputes percpu_counter_batch at every CPU hotplug step and an
+ * offline CPU keeps its delta (I5), so a delta may have been left under an
+ * earlier, larger batch: the cap, not the current value, bounds it.
  *
  * Context: Any context.
- * Return: the batch.
+ * Return: the batch in force now.
  */
 long lazy_counter_batch(void)
 {
-	return READ_ONCE(percpu_counter_batch);
+	return min_t(s32, READ_ONCE(percpu_counter_batch), lazy_flat_batch_max);
 }
 
 static __always_inline void lazy_flat_add(struct lazy_slot *s, s64 amount)
 {
-	s32 batch = READ_ONCE(percpu_counter_batch);
+	s32 batch = min_t(s32, READ_ONCE(percpu_counter_batch),
+			  lazy_flat_batch_max);
 	unsigned long flags;
 #ifdef CONFIG_HAVE_CMPXCHG_LOCAL
 	s32 old = this_cpu_read(*s->flat.pcpu);
@@ -628,8 +640,11 @@ static void lazy_flat_teardown(struct lazy_group *g)
 
 static u64 lazy_flat_slack(struct lazy_slot *s)
 {
-	/* every CPU that ever ran may hold |delta| < batch */
-	return (u64)lazy_counter_batch() * nr_cpu_ids;
+	/*
+	 * Every CPU that ever ran may hold |delta| < the batch of its last
+	 * add, which the kernel may since have lowered (hotplug): use the cap.
+	 */
+	return (u64)lazy_flat_batch_max * nr_cpu_ids;
 }
 
 static const struct lazy_target_ops lazy_flat_ops = {
@@ -1103,16 +1118,18 @@ void lazy_counter_get_stats(struct lazy_counter_stats *st)
 EXPORT_SYMBOL_GPL(lazy_counter_get_stats);
 
 /**
- * lazy_counter_module_init() - nothing to set up
+ * lazy_counter_module_init() - set the flat target's batch cap
  *
- * The flat target needs no hotplug callback (I5).  Called by the module
- * core (main.c) after pn_alloc_init().
+ * The flat target needs no hotplug callback (I5); only the cap on its
+ * batch (lazy_counter_batch()) is computed here, from nr_cpu_ids.  Called
+ * by the module core (main.c) after pn_alloc_init().
  *
  * Context: Module init.
  * Return: 0.
  */
 int lazy_counter_module_init(void)
 {
+	lazy_flat_batch_max = max_t(s32, 32, 2 * nr_cpu_ids);
 	return 0;
 }
 

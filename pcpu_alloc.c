@@ -331,8 +331,10 @@ struct pn_chunk {
 struct pn_cache {
 	/*
 	 * Read by every pn_cache_alloc()/pn_cache_free() and by the sized
-	 * API's fast path, and written only at creation (nr_direct: by the
-	 * rare direct objects; reserve_on: once): the first cache line, and
+	 * API's fast path, and written only at creation (reserve_on: once;
+	 * nr_direct: by direct objects, which are rare except in a cache
+	 * whose callers all pass __GFP_ACCOUNT, where every operation is a
+	 * direct one and the magazines are not used): the first cache line, and
 	 * nothing else on it.  Checked by the static_assert below; pahole
 	 * output in the closing note of issue 13.
 	 */

@@ -16,6 +16,7 @@
 #include <linux/delay.h>
 #include <linux/kthread.h>
 #include <linux/panic.h>
+#include <linux/percpu_counter.h>
 #include <linux/preempt.h>
 #include <linux/sched.h>
 #include <linux/sched/task.h>
@@ -456,6 +457,58 @@ static void lazy_flat_offline_cpu_test(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, smp_call_on_cpu(target, lk_add_here, &c, false),
 			(int)target);
 	KUNIT_EXPECT_EQ(test, lazy_counter_sum(&c), 16);
+	lazy_counter_destroy_many(&c, 1);
+}
+
+static int lk_add_big(void *arg)
+{
+	lazy_counter_add_local(arg, 100000);
+	return raw_smp_processor_id();
+}
+
+/*
+ * The read bound survives a batch that hotplug lowers.  The kernel
+ * recomputes percpu_counter_batch at every hotplug step; an offline CPU
+ * keeps the delta it built under the old batch, so a bound computed from
+ * the batch of the moment would be too small.  A module raised the batch
+ * (it is an exported int) before the add; taking a CPU offline sets it
+ * back to max(32, 2 * online), and read() must still be within
+ * lazy_counter_read_slack() of sum().
+ */
+static void lazy_flat_batch_hotplug_test(struct kunit *test)
+{
+	int saved = READ_ONCE(percpu_counter_batch);
+	unsigned int cpu, target = nr_cpu_ids;
+	struct lazy_counter c;
+	s64 gap;
+	int ret;
+
+	for_each_online_cpu(cpu) {
+		if (cpu != raw_smp_processor_id() && cpu != cpumask_first(cpu_online_mask)) {
+			target = cpu;
+			break;
+		}
+	}
+	if (target == nr_cpu_ids)
+		kunit_skip(test, "needs a second online CPU that is not the boot CPU");
+	lazy_counter_init_many(&c, 0, 1);
+	KUNIT_ASSERT_EQ(test, lk_upgrade(&c, 1), 0);
+	WRITE_ONCE(percpu_counter_batch, 1 << 20);
+	KUNIT_EXPECT_EQ(test, smp_call_on_cpu(target, lk_add_big, &c, false),
+			(int)target);
+	ret = remove_cpu(target);
+	if (ret) {
+		WRITE_ONCE(percpu_counter_batch, saved);
+		lazy_counter_destroy_many(&c, 1);
+		kunit_skip(test, "remove_cpu(%u): %d", target, ret);
+	}
+	/* The kernel's compute_batch_value() ran for the dead CPU. */
+	KUNIT_EXPECT_LT(test, READ_ONCE(percpu_counter_batch), 1 << 20);
+	KUNIT_EXPECT_EQ(test, lazy_counter_sum(&c), 100000);
+	gap = abs(lazy_counter_read(&c) - lazy_counter_sum(&c));
+	KUNIT_EXPECT_LE(test, (u64)gap, lazy_counter_read_slack(&c));
+	KUNIT_EXPECT_EQ(test, add_cpu(target), 0);
+	KUNIT_EXPECT_EQ(test, lazy_counter_sum(&c), 100000);
 	lazy_counter_destroy_many(&c, 1);
 }
 
@@ -973,6 +1026,7 @@ static struct kunit_case lazy_counter_cases[] = {
 	KUNIT_CASE(lazy_tree_target_test),
 	KUNIT_CASE(lazy_flat_target_test),
 	KUNIT_CASE(lazy_flat_offline_cpu_test),
+	KUNIT_CASE(lazy_flat_batch_hotplug_test),
 	KUNIT_CASE(lazy_destroy_modes_test),
 	KUNIT_CASE(lazy_many_test),
 	KUNIT_CASE(lazy_encoding_test),
