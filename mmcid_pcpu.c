@@ -17,42 +17,65 @@
  * by it instead of the CPU number keeps the "only I touch this copy"
  * property while the storage follows the cids the process has used.
  *
- *   struct mmcid_pcpu (kvzalloc)               blocks (kmalloc, on demand,
- *   +-------------------------------------+         at most PAGE_SIZE bytes each)
- *   | mm, ctx, ops, geometry, lock, ...   |
- *   | blk[0]  {slots, ready word} ----------> [cid 0 | cid 1 | cid 2 | cid 3]
- *   | blk[1]  {slots, ready word} ----------> [cid 4 .. 7]
- *   | blk[2]  {slots, ready word} ----------> [cid 8 .. 15]       doubling ...
- *   | ...                                 |   ...
- *   | blk[j]  {slots, ready word} ----------> [L cids]            ... then L each
- *   | remote slot                         |
- *   +-------------------------------------+
- *          |  node
- *          v
- *   struct mmcid_mm (one per mm, an mmu_notifier from mmu_notifier_get()):
- *   list of every storage object of the mm; .release folds, finalises and
- *   frees their cid slots, block by block, when the mm is torn down.
+ *   struct mmcid_mm (one per mm: an mmu_notifier from mmu_notifier_get())
+ *   +---------------------------------------------------------------+
+ *   | objs: the mm's storage objects     units: the mm's unit sets  |
+ *   +---------------------------------------------------------------+
+ *                                             |
+ *   struct mmcid_units (kzalloc)              v      blocks (kmalloc, on
+ *   +----------------------------+                    demand, <= PAGE_SIZE)
+ *   | unit = 64 bytes, map, ...  |
+ *   | blk[0] ---------------------> | cid 0 unit | cid 1 unit | .. cid 3 |
+ *   | blk[1] ---------------------> | cid 4 unit | .. cid 7 unit |  doubling
+ *   | ...                        |   ...                       then L each
+ *   +----------------------------+
+ *   a unit (one cid):  [ obj A 8 B | obj B 8 B | obj C 16 B | free ...    ]
+ *                        off 0       off 8       off 16
  *
- * Geometry.  Slots are stride = ALIGN(size, SMP_CACHE_BYTES) bytes apart,
- * so two cids never share a cache line (the property per-CPU memory gets
- * from its per-CPU units).  A block holds at most L slots, L the largest
- * power of two with L * stride <= PAGE_SIZE and L <= BITS_PER_LONG: every
- * block is one kmalloc of at most PAGE_SIZE bytes, whatever the slot size
- * or the number of CPUs (a kmalloc bucket, not a page allocation: SLUB may
- * back the 1k..4k buckets with order-3 slabs opportunistically and falls
- * back to smaller orders, so no block ever needs a high-order page), and
- * its ready bits fit in one word of the header.  Below L, blocks double:
- * block 0 holds b0 = min(4, L) cids, block k >= 1 holds
- * [b0 << (k - 1), b0 << k); from cid L on, every block holds L cids.  A
- * process whose largest cid ever used is c owns at most
- * max(b0, 2 * (c + 1)) slots and never nr_cpu_ids of them unless it used
- * cid nr_cpu_ids - 1.  Memory follows the highest cid ever seen, not the
- * current one: a block, once allocated, stays until mm teardown (or
- * destroy), even when the cids it covers are no longer used.  The header
- * has one 2-word descriptor per block (nr_cpu_ids / L of them, about; one
- * per cid for page-sized slots), which is why it is kvzalloc()ed.  Slots
- * are not initialised when a block is allocated: the first user of a cid
- * runs ops->init (or zeroes it) and sets the cid's ready bit.
+ *   struct mmcid_pcpu (kvzalloc, one per storage object)
+ *   +-------------------------------------------------------------+
+ *   | blk (= its unit set's blk[]), off, stride (= unit), geometry |
+ *   | ops, lock, ...   ready[k]: bit i = its slot of cid           |
+ *   |                  first(k) + i initialised                    |
+ *   | remote slot                                                 |
+ *   +-------------------------------------------------------------+
+ *
+ * Units.  This is the per-CPU allocator's layout turned on its side: the
+ * per-CPU allocator gives every CPU a unit of a chunk and every object
+ * the same offset in each unit; here every cid gets a unit of a unit set,
+ * every storage object of the mm the same byte range [off, off + size)
+ * of each unit, and units are allocated only for the cids that are used.
+ * A unit is unit = ALIGN(size, SMP_CACHE_BYTES) bytes of the object that
+ * created the set, so two cids never share a cache line (the property
+ * per-CPU memory gets from its units), while the objects of one cid, all
+ * written by the one thread that holds it, share lines.  A new object
+ * takes the first free range of its size, in MMCID_GRAIN (8) byte steps,
+ * cache-line aligned from a cache line up, in the first unit set with
+ * room (a bitmap per set, under the context's lock), else in a new set.
+ * Four 8-byte counters of an mm thus live in one 64-byte unit per cid:
+ * 256 bytes of units for four cids, where per-CPU counters take
+ * 4 * 8 * nr_possible bytes.
+ *
+ * Geometry.  Units are stride = unit bytes apart.  A block holds at most
+ * L units, L the largest power of two with L * unit <= PAGE_SIZE and
+ * L <= BITS_PER_LONG: every block is one kmalloc of at most PAGE_SIZE
+ * bytes, whatever the unit size or the number of CPUs (a kmalloc bucket,
+ * not a page allocation: SLUB may back the 1k..4k buckets with order-3
+ * slabs opportunistically and falls back to smaller orders, so no block
+ * ever needs a high-order page), and an object's ready bits for a block
+ * fit in one word.  Below L, blocks double: block 0 holds b0 = min(4, L)
+ * cids, block k >= 1 holds [b0 << (k - 1), b0 << k); from cid L on, every
+ * block holds L cids.  A mm whose largest cid ever used is c owns at most
+ * max(b0, 2 * (c + 1)) units per set and never nr_cpu_ids of them unless
+ * it used cid nr_cpu_ids - 1.  Memory follows the highest cid ever seen,
+ * not the current one: a block, once allocated, stays until mm teardown
+ * (or until the set's last object is destroyed), even when the cids it
+ * covers are no longer used.  The object header has one ready word per
+ * block (nr_cpu_ids / L of them, about; one per cid for page-sized
+ * units), which is why it is kvzalloc()ed.  Slots are not initialised
+ * when a block is allocated: the first use of a cid by each object runs
+ * ops->init (or zeroes its range) and sets that object's ready bit, so a
+ * range another object left behind is never seen.
  *
  * Access.  mmcid_pcpu_get() disables preemption and reads
  * task_mm_cid(current).  Disabled preemption, not migrate_disable() or a
@@ -123,15 +146,24 @@
  *    with interrupts disabled (so no interrupt on its CPU sees it half
  *    done), and test_and_set_bit() of the ready bit WARNs if anyone else
  *    did it in the meantime (which would mean the exclusivity above broke).
- *  - A block's ready word is zero whenever its slots pointer is NULL.
- *    Blocks are published under s->lock and only while !s->dead; they are
- *    freed only after teardown unpublished them under s->lock (slots
- *    NULL, ready zero; readers skip NULL blocks) or when the object is
- *    freed.  s->dead only stops publication; walkers go by the pointers.
- *  - Every slot whose init ran gets exactly one fini, cid slots when their
- *    block is freed (after the fold at mm teardown, or at destroy), the
- *    remote slot at destroy.  The remote slot exists for the whole life of
- *    the object.
+ *  - An object's ready word for block k is zero whenever the block is
+ *    not allocated: a ready bit implies an allocated block.  Blocks are
+ *    published through an object of the set, under its s->lock, only
+ *    while it is not dead (cmpxchg, so two members publishing the same
+ *    block keep one).  A set counts its members and its live members
+ *    (not folded by a teardown) under ctx->lock.  Its blocks are freed
+ *    when its last member leaves (destroy), or, once the mm is gone
+ *    (ctx->dead), when its last live member was folded or left: then
+ *    every member is dead (no publication) and has zero ready words (no
+ *    walker or owner looks at a unit).  So a walker under s->lock goes by
+ *    its ready words, and no unit is freed under an object that can
+ *    still reach it.
+ *  - The byte ranges of a set's members are disjoint (the set's map);
+ *    a range is given back only by destroy, after the object's slots
+ *    were finalised.
+ *  - Every slot whose init ran gets exactly one fini, cid slots after the
+ *    fold at mm teardown or at destroy, the remote slot at destroy.  The
+ *    remote slot exists for the whole life of the object.
  *
  * Locking:
  *  - s->lock (raw_spinlock_t, irqsave) protects the remote slot, block
@@ -168,8 +200,11 @@
  *    remote slot that is a self-deadlock, which lockdep reports as
  *    recursive locking before it hangs.
  *  - ctx->lock (spinlock_t) protects ctx->objs (list membership of storage
- *    objects).  It is taken in process context only, nests outside
- *    nothing and is never held together with s->lock.
+ *    objects), ctx->units, ctx->dead, and in each unit set the map, the
+ *    member and live counts and the freeing of the blocks (kfree() under
+ *    it, which is allowed under a spinlock_t on PREEMPT_RT too).  It is
+ *    taken in process context only, nests outside nothing and is never
+ *    held together with s->lock.
  *
  * Memory ordering: a block's slot pointer is published with
  * smp_store_release() (its ready word is zero already) and read with
@@ -186,17 +221,19 @@
  * Lifetime: each storage object holds one reference on its mm's context
  * (mmu_notifier_get/put), which holds mm_count.  When the mm is torn down
  * (the last mm_users reference, even if the process never said goodbye),
- * ->release takes each object off the list and marks it dead (no more
- * publication), then block by block folds the block's ready cid slots
- * into the remote slot (ops->fold) and unpublishes the block in one hold
- * of s->lock, drops the lock, runs ops->fini on the block's slots, frees
- * it and reschedules: memory drops to the header, sums stay exact at
- * every step, the remote slot stays usable.  No thread of the mm exists any more then, so no cid
- * access can race with it.  The object itself goes when its creator calls
- * mmcid_pcpu_destroy(), which first waits for a ->release working on it,
- * then finalises what is left (cid slots without a fold if the mm is still
- * alive, the remote slot) and frees it; when destroy returns, no callback
- * of the object runs any more.  The last object of an mm drops the
+ * ->release marks the context dead, takes each object off the list and
+ * marks it dead (no more publication), then block by block folds the
+ * object's ready cid slots into its remote slot (ops->fold) and clears
+ * its ready word in one hold of s->lock, drops the lock, runs ops->fini
+ * on those slots and reschedules; the last live member of a unit set to
+ * be folded frees the set's blocks: memory drops to the headers, sums
+ * stay exact at every step, the remote slot stays usable.  No thread of
+ * the mm exists any more then, so no cid access can race with it.  The
+ * object itself goes when its creator calls mmcid_pcpu_destroy(), which
+ * first waits for a ->release working on it, then finalises what is left
+ * (cid slots without a fold if the mm is still alive, the remote slot),
+ * gives its range back (the last member frees the unit set) and frees
+ * it; when destroy returns, no callback of the object runs any more.  The last object of an mm drops the
  * context with mmu_notifier_put(), which frees it later through SRCU;
  * module unload waits for that with mmu_notifier_synchronize()
  * (pn_mmcid_exit()).
@@ -266,12 +303,22 @@
 #define MMCID_MAX_SLOT	PAGE_SIZE	/* largest slot accepted */
 #define MMCID_GROW_TRIES 3		/* allocation rounds per get */
 #define MMCID_GROW_BACKOFF HZ		/* no block allocation after a failure */
+#define MMCID_GRAIN	8		/* unit space is handed out in these */
 
-/* Per-mm context: one mmu_notifier subscription shared by all objects. */
+/*
+ * Per-mm context: one mmu_notifier subscription shared by all objects of
+ * the mm, and the unit sets their slots live in.
+ */
 struct mmcid_mm {
 	struct mmu_notifier mn;
-	spinlock_t lock;		/* protects objs */
-	struct list_head objs;		/* live storage objects of the mm */
+	/*
+	 * Protects objs, units, dead, and in every unit set the map, members
+	 * and live counts and the freeing of its blocks.  Process context.
+	 */
+	spinlock_t lock;
+	bool dead;			/* ->release began: the mm is gone */
+	struct list_head objs;		/* storage objects not yet torn down */
+	struct list_head units;		/* unit sets of the mm */
 };
 
 /*
@@ -285,21 +332,39 @@ struct mmcid_geo {
 	u8 k_base;			/* l_shift - b0_shift */
 };
 
-struct mmcid_blk {
-	void *slots;			/* len * stride bytes, or NULL */
-	unsigned long ready;		/* bit i: slot i initialised */
+/*
+ * A unit set: for every cid, one unit of @unit bytes, in blocks of units
+ * allocated as cids are used (block k holds the units of the cids
+ * mmcid_blk_first(k) .. + mmcid_blk_len(k) - 1, one after the other).
+ * Storage objects of the mm own the same byte range [off, off + size) of
+ * every unit: the per-CPU allocator's chunk layout, with cids for CPUs.
+ */
+struct mmcid_units {
+	struct list_head node;		/* on ctx->units */
+	u32 unit;			/* bytes per cid, a multiple of SMP_CACHE_BYTES */
+	struct mmcid_geo geo;
+	unsigned int nblk;		/* blocks that cover nr_cpu_ids cids */
+	unsigned int members;		/* objects with a range here */
+	unsigned int live;		/* members whose cid slots are not folded */
+	unsigned long *map;		/* one bit per MMCID_GRAIN bytes of a unit */
+	void *blk[];			/* nblk block pointers, then the map */
 };
 
 struct mmcid_pcpu {
+	/* The hot path reads these, then blk[k] and ready[k]. */
+	void **blk;			/* units->blk */
+	u32 off;			/* our bytes in every unit */
+	u32 stride;			/* distance between cid slots: the unit */
+	struct mmcid_geo geo;		/* the unit set's */
+	bool dead;			/* mm torn down, cid slots folded */
+	unsigned int nblk;		/* the unit set's */
 	struct mm_struct *mm;
 	struct mmcid_mm *ctx;
+	struct mmcid_units *units;
 	const struct mmcid_pcpu_ops *ops;
 	void *arg;
 	u32 size;			/* slot payload */
-	u32 stride;			/* distance between cid slots */
-	struct mmcid_geo geo;
-	bool dead;			/* mm torn down, cid slots folded */
-	unsigned int nblk;		/* blocks that cover nr_cpu_ids cids */
+	bool folded;			/* teardown folded and finalised the cid slots */
 	/* Protects the remote slot, block publication, dead; see above. */
 	raw_spinlock_t lock;
 	refcount_t ref;			/* creator + a running ->release */
@@ -307,7 +372,7 @@ struct mmcid_pcpu {
 	unsigned long grow_retry;	/* no block before this (jiffies), 0: any time */
 	struct list_head node;		/* on ctx->objs, under ctx->lock */
 	struct lock_class_key *lock_key; /* lockdep class: the creation site's */
-	struct mmcid_blk blk[];		/* nblk descriptors */
+	unsigned long ready[];		/* nblk words: bit i of word k, slot i of block k initialised */
 	/* followed by the remote slot */
 };
 
@@ -358,7 +423,23 @@ static void mmcid_geo_init(struct mmcid_geo *g, unsigned int stride)
 
 static size_t mmcid_hdr_size(unsigned int nblk)
 {
-	return ALIGN(struct_size_t(struct mmcid_pcpu, blk, nblk), sizeof(long));
+	return ALIGN(struct_size_t(struct mmcid_pcpu, ready, nblk), sizeof(long));
+}
+
+/* Bytes of a unit set's header for @unit-byte units: pointers, then map. */
+static size_t mmcid_units_size(unsigned int nblk, unsigned int unit)
+{
+	return struct_size_t(struct mmcid_units, blk, nblk) +
+		BITS_TO_LONGS(unit / MMCID_GRAIN) * sizeof(long);
+}
+
+/* Blocks needed for nr_cpu_ids cids with @unit-byte units. */
+static unsigned int mmcid_nblk(unsigned int unit)
+{
+	struct mmcid_geo g;
+
+	mmcid_geo_init(&g, unit);
+	return mmcid_blk_of(&g, nr_cpu_ids - 1) + 1;
 }
 
 static void *mmcid_remote(struct mmcid_pcpu *s)
@@ -378,18 +459,25 @@ static struct mmu_notifier *mmcid_mm_alloc(struct mm_struct *mm)
 		return ERR_PTR(-ENOMEM);
 	spin_lock_init(&ctx->lock);
 	INIT_LIST_HEAD(&ctx->objs);
+	INIT_LIST_HEAD(&ctx->units);
 	return &ctx->mn;
 }
 
 static void mmcid_mm_free(struct mmu_notifier *mn)
 {
-	kfree(container_of(mn, struct mmcid_mm, mn));
+	struct mmcid_mm *ctx = container_of(mn, struct mmcid_mm, mn);
+
+	/* Every object left its unit set before it dropped the context. */
+	WARN_ON_ONCE(!list_empty(&ctx->units));
+	kfree(ctx);
 }
 
 /*
- * The mm's last user is gone (exit_mmap()).  Take the objects off the list
+ * The mm's last user is gone (exit_mmap()).  Mark the context dead (no
+ * object joins or publishes any more), then take the objects off the list
  * one at a time, with a reference so that a concurrent destroy waits for
- * us, and fold each into its remote slot.  Process context, may sleep
+ * us, and fold each into its remote slot; the last member of a unit set
+ * to be folded frees the set's blocks.  Process context, may sleep
  * (ops->fini).
  */
 static void mmcid_mm_release(struct mmu_notifier *mn, struct mm_struct *mm)
@@ -397,6 +485,9 @@ static void mmcid_mm_release(struct mmu_notifier *mn, struct mm_struct *mm)
 	struct mmcid_mm *ctx = container_of(mn, struct mmcid_mm, mn);
 	struct mmcid_pcpu *s;
 
+	spin_lock(&ctx->lock);
+	ctx->dead = true;
+	spin_unlock(&ctx->lock);
 	for (;;) {
 		spin_lock(&ctx->lock);
 		s = list_first_entry_or_null(&ctx->objs, struct mmcid_pcpu, node);
@@ -422,48 +513,149 @@ static const struct mmu_notifier_ops mmcid_mm_ops = {
 	.free_notifier = mmcid_mm_free,
 };
 
+/* ---- unit sets ----------------------------------------------------------- */
+
+/* Free a unit set's blocks; nobody may use or publish them any more. */
+static void mmcid_units_free_blocks(struct mmcid_units *u)
+{
+	unsigned int k;
+
+	for (k = 0; k < u->nblk; k++) {
+		void *slots = u->blk[k];
+
+		if (!slots)
+			continue;
+		/* Lockless readers (memory, slots) look at the pointer only. */
+		WRITE_ONCE(u->blk[k], NULL);
+		kfree(slots);
+	}
+}
+
+/*
+ * Give @size bytes of every unit to a new object: first fit in the unit
+ * sets of @ctx, else in a new set whose unit is @size rounded up to the
+ * cache line.  Ranges start at multiples of MMCID_GRAIN bytes, and of the
+ * cache line for objects of a cache line or more.  The new member counts
+ * as live (its slots are not folded).
+ *
+ * Context: Process context, may sleep; @ctx is alive (not dead).
+ * Return: 0 with *@up and *@offp set, or -ENOMEM.
+ */
+static int mmcid_units_join(struct mmcid_mm *ctx, u32 size,
+			    struct mmcid_units **up, u32 *offp)
+{
+	unsigned int need = DIV_ROUND_UP(size, MMCID_GRAIN);
+	unsigned long align = size >= SMP_CACHE_BYTES ?
+		SMP_CACHE_BYTES / MMCID_GRAIN - 1 : 0;
+	u32 unit = ALIGN(size, SMP_CACHE_BYTES);
+	struct mmcid_units *u, *fresh = NULL;
+	unsigned int nbits, start, nblk;
+
+	for (;;) {
+		spin_lock(&ctx->lock);
+		list_for_each_entry(u, &ctx->units, node) {
+			nbits = u->unit / MMCID_GRAIN;
+			start = bitmap_find_next_zero_area(u->map, nbits, 0,
+							   need, align);
+			if (start < nbits)
+				goto found;
+		}
+		if (fresh) {
+			u = fresh;
+			fresh = NULL;
+			list_add_tail(&u->node, &ctx->units);
+			start = 0;
+			goto found;
+		}
+		spin_unlock(&ctx->lock);
+
+		nblk = mmcid_nblk(unit);
+		fresh = kzalloc(mmcid_units_size(nblk, unit), GFP_KERNEL);
+		if (!fresh)
+			return -ENOMEM;
+		fresh->unit = unit;
+		mmcid_geo_init(&fresh->geo, unit);
+		fresh->nblk = nblk;
+		fresh->map = (unsigned long *)&fresh->blk[nblk];
+	}
+found:
+	bitmap_set(u->map, start, need);
+	u->members++;
+	u->live++;
+	spin_unlock(&ctx->lock);
+	kfree(fresh);
+	*up = u;
+	*offp = start * MMCID_GRAIN;
+	return 0;
+}
+
+/*
+ * An object leaves its unit set: its range is free again.  @live: its cid
+ * slots were not folded by a teardown (it still counted as live).  The
+ * last member frees the set; once the mm is gone, the last live member
+ * frees the blocks (the folded members only look at their zero ready
+ * words).
+ *
+ * Context: Process context; the object's cid slots are finalised.
+ */
+static void mmcid_units_leave(struct mmcid_mm *ctx, struct mmcid_units *u,
+			      u32 off, u32 size, bool live)
+{
+	struct mmcid_units *gone = NULL;
+
+	spin_lock(&ctx->lock);
+	bitmap_clear(u->map, off / MMCID_GRAIN, DIV_ROUND_UP(size, MMCID_GRAIN));
+	if (live)
+		u->live--;
+	if (!--u->members) {
+		list_del(&u->node);
+		gone = u;
+	} else if (ctx->dead && !u->live) {
+		mmcid_units_free_blocks(u);
+	}
+	spin_unlock(&ctx->lock);
+	if (gone) {
+		mmcid_units_free_blocks(gone);
+		kfree(gone);
+	}
+}
+
+/*
+ * Teardown folded and finalised @s's cid slots: it stops counting as live,
+ * and if it was the last live member the set's blocks go.
+ */
+static void mmcid_units_folded(struct mmcid_pcpu *s)
+{
+	struct mmcid_units *u = s->units;
+
+	spin_lock(&s->ctx->lock);
+	s->folded = true;
+	if (!--u->live && s->ctx->dead)
+		mmcid_units_free_blocks(u);
+	spin_unlock(&s->ctx->lock);
+}
+
 /* ---- storage object -------------------------------------------------------- */
 
-/* Run ops->fini on the initialised slots of an unreachable block, free it. */
-static void mmcid_free_block(struct mmcid_pcpu *s, unsigned int k, void *slots,
+/* Run ops->fini on @s's initialised slots of block k (still allocated). */
+static void mmcid_fini_block(struct mmcid_pcpu *s, unsigned int k, void *slots,
 			     unsigned long ready)
 {
 	void (*fini)(void *slot, void *arg) = s->ops ? s->ops->fini : NULL;
 	unsigned int i;
 
-	if (fini) {
-		for_each_set_bit(i, &ready, mmcid_blk_len(&s->geo, k))
-			fini(slots + i * s->stride, s->arg);
-	}
-	kfree(slots);
+	if (!fini)
+		return;
+	for_each_set_bit(i, &ready, mmcid_blk_len(&s->geo, k))
+		fini(slots + i * s->stride + s->off, s->arg);
 }
 
 /*
- * Finalise and free every block of an object nobody else can reach any
- * more (destroy).  No lock held; process context, may sleep.
- */
-static void mmcid_free_blocks(struct mmcid_pcpu *s)
-{
-	unsigned int k;
-
-	for (k = 0; k < s->nblk; k++) {
-		struct mmcid_blk *b = &s->blk[k];
-		void *slots = b->slots;
-
-		if (!slots)
-			continue;
-		b->slots = NULL;
-		mmcid_free_block(s, k, slots, b->ready);
-		b->ready = 0;
-		cond_resched();
-	}
-}
-
-/*
- * Call @fn on every ready cid slot; s->lock held.  Blocks that are not
- * (or no longer) published are skipped, so this also works while teardown
- * is unpublishing them one by one.  Cost: the block descriptors plus the
- * ready slots, with interrupts off.
+ * Call @fn on every ready cid slot; s->lock held.  A ready bit means the
+ * slot's block is allocated: blocks are freed only after every member of
+ * the unit set was folded (ready words zero) or left.  So this also works
+ * while teardown folds the object block by block.  Cost: one word per
+ * block plus the ready slots, with interrupts off.
  */
 static void mmcid_walk(struct mmcid_pcpu *s,
 		       void (*fn)(struct mmcid_pcpu *s, void *slot, int cid,
@@ -473,31 +665,32 @@ static void mmcid_walk(struct mmcid_pcpu *s,
 
 	lockdep_assert_held(&s->lock);
 	for (k = 0; k < s->nblk; k++) {
-		struct mmcid_blk *b = &s->blk[k];
 		unsigned int first = mmcid_blk_first(&s->geo, k);
-		void *slots = READ_ONCE(b->slots);
-		unsigned long ready;
-
-		if (!slots)
-			continue;
 		/* Pairs with test_and_set_bit() after the slot's init. */
-		ready = smp_load_acquire(&b->ready);
+		unsigned long ready = smp_load_acquire(&s->ready[k]);
+		void *slots;
+
+		if (!ready)
+			continue;
+		slots = READ_ONCE(s->blk[k]);
 		for_each_set_bit(i, &ready, mmcid_blk_len(&s->geo, k))
-			fn(s, slots + i * s->stride, first + i, data);
+			fn(s, slots + i * s->stride + s->off, first + i, data);
 	}
 }
 
 /*
- * The mm is gone.  Set s->dead (no block is published any more), then
- * block by block: under s->lock fold the block's ready slots into the
- * remote slot and unpublish it (slots NULL, ready word zero), drop the
- * lock, finalise and free it, reschedule.  Interrupts are off for one
- * block (at most MMCID_BLK_BYTES of slots) at a time, not for all cids.
- * A reader holds s->lock for its whole walk, and every block's fold and
- * unpublication happen in one lock hold, so a reader sees each slot
- * either in its block or in the remote slot, never both nor neither: sums
- * stay exact.  Called only from ->release, process context that may sleep
- * (mmput() may sleep; exit_mmap() runs the notifiers under SRCU).
+ * The mm is gone.  Set s->dead (no block is published through @s any
+ * more), then block by block: under s->lock fold the block's ready slots
+ * into the remote slot and clear the ready word, drop the lock, finalise
+ * those slots, reschedule.  Interrupts are off for one block (at most
+ * MMCID_BLK_BYTES of units) at a time, not for all cids.  A reader holds
+ * s->lock for its whole walk, and every block's fold and ready-word clear
+ * happen in one lock hold, so a reader sees each slot either in its block
+ * or in the remote slot, never both nor neither: sums stay exact.  The
+ * blocks themselves are shared with the other objects of the unit set
+ * and go when the last live member is folded (mmcid_units_folded()).
+ * Called only from ->release, process context that may sleep (mmput()
+ * may sleep; exit_mmap() runs the notifiers under SRCU).
  */
 static void mmcid_teardown(struct mmcid_pcpu *s)
 {
@@ -516,35 +709,46 @@ static void mmcid_teardown(struct mmcid_pcpu *s)
 		return;
 
 	for (k = 0; k < s->nblk; k++) {
-		struct mmcid_blk *b = &s->blk[k];
-
 		raw_spin_lock_irqsave(&s->lock, flags);
-		slots = b->slots;
-		ready = b->ready;
-		if (slots) {
+		ready = s->ready[k];
+		slots = s->blk[k];
+		if (ready) {
 			if (fold) {
 				for_each_set_bit(i, &ready,
 						 mmcid_blk_len(&s->geo, k))
 					fold(mmcid_remote(s),
-					     slots + i * s->stride, s->arg);
+					     slots + i * s->stride + s->off,
+					     s->arg);
 			}
-			WRITE_ONCE(b->slots, NULL);
-			WRITE_ONCE(b->ready, 0);
+			WRITE_ONCE(s->ready[k], 0);
 		}
 		raw_spin_unlock_irqrestore(&s->lock, flags);
-		if (!slots)
+		if (!ready)
 			continue;
-		mmcid_free_block(s, k, slots, ready);
+		mmcid_fini_block(s, k, slots, ready);
 		cond_resched();
 	}
+	mmcid_units_folded(s);
 }
 
 /* Free an object nobody else can reach; process context, may sleep. */
 static void mmcid_free(struct mmcid_pcpu *s)
 {
-	mmcid_free_blocks(s);
+	unsigned int k;
+
+	/* Not folded: the blocks stay while we count as live. */
+	for (k = 0; !s->folded && k < s->nblk; k++) {
+		unsigned long ready = s->ready[k];
+
+		if (!ready)
+			continue;
+		s->ready[k] = 0;
+		mmcid_fini_block(s, k, s->blk[k], ready);
+		cond_resched();
+	}
 	if (s->ops && s->ops->fini)
 		s->ops->fini(mmcid_remote(s), s->arg);
+	mmcid_units_leave(s->ctx, s->units, s->off, s->size, !s->folded);
 	mmu_notifier_put(&s->ctx->mn);
 	kvfree(s);
 }
@@ -559,10 +763,12 @@ static void mmcid_free(struct mmcid_pcpu *s)
  * @key: lockdep class of the storage's lock; mmcid_pcpu_create() passes
  *	 a static key of its call site
  *
- * Use mmcid_pcpu_create().  Allocates only the header and the remote slot (ops->init runs on it
- * here); cid slots come in blocks as cids are used.  The storage stays
- * usable after @mm is torn down (all accesses then go to the remote slot)
- * until mmcid_pcpu_destroy().
+ * Use mmcid_pcpu_create().  Allocates the header with the remote slot
+ * (ops->init runs on it here) and takes @size bytes of every cid's unit
+ * in one of @mm's unit sets (a new set if none has room; units come in
+ * blocks as cids are used, shared by every object of the set).  The
+ * storage stays usable after @mm is torn down (all accesses then go to
+ * the remote slot) until mmcid_pcpu_destroy().
  *
  * Context: Process context, may sleep (takes @mm's mmap_lock for writing).
  * Return: the storage, or an ERR_PTR(): -EINVAL for a bad @size or no @mm;
@@ -577,35 +783,48 @@ struct mmcid_pcpu *__mmcid_pcpu_create(struct mm_struct *mm, size_t size,
 				       void *arg, struct lock_class_key *key)
 {
 	struct mmu_notifier *mn;
+	struct mmcid_units *u;
+	struct mmcid_mm *ctx;
 	struct mmcid_pcpu *s;
-	struct mmcid_geo geo;
-	unsigned int nblk;
-	u32 stride;
+	u32 off;
+	int ret;
 
 	might_sleep();
 	if (!mm || !size || size > MMCID_MAX_SLOT)
 		return ERR_PTR(-EINVAL);
-	stride = ALIGN(size, SMP_CACHE_BYTES);
-	mmcid_geo_init(&geo, stride);
-	nblk = mmcid_blk_of(&geo, nr_cpu_ids - 1) + 1;
 	/*
 	 * A caller without mm_users would hit the BUG_ON() in
 	 * __mmu_notifier_register(); hold a reference of our own meanwhile.
+	 * With it, ->release cannot run: the context stays alive.
 	 */
 	if (!mmget_not_zero(mm))
 		return ERR_PTR(-ESRCH);
-	s = kvzalloc(mmcid_hdr_size(nblk) + size, GFP_KERNEL);
-	if (!s) {
-		mmput(mm);
-		return ERR_PTR(-ENOMEM);
+	mn = mmu_notifier_get(&mmcid_mm_ops, mm);
+	if (IS_ERR(mn)) {
+		/* -EINTR, -ENOMEM: no slot was initialised yet. */
+		ret = PTR_ERR(mn);
+		goto put_mm;
 	}
+	ctx = container_of(mn, struct mmcid_mm, mn);
+	ret = mmcid_units_join(ctx, size, &u, &off);
+	if (ret)
+		goto put_ctx;
+	s = kvzalloc(mmcid_hdr_size(u->nblk) + size, GFP_KERNEL);
+	if (!s) {
+		ret = -ENOMEM;
+		goto leave;
+	}
+	s->blk = u->blk;
+	s->off = off;
+	s->stride = u->unit;
+	s->geo = u->geo;
+	s->nblk = u->nblk;
 	s->mm = mm;
+	s->ctx = ctx;
+	s->units = u;
 	s->ops = ops;
 	s->arg = arg;
 	s->size = size;
-	s->stride = stride;
-	s->geo = geo;
-	s->nblk = nblk;
 	/* One lockdep class per creation site, not per object: see above. */
 	s->lock_key = key;
 	raw_spin_lock_init(&s->lock);
@@ -614,21 +833,21 @@ struct mmcid_pcpu *__mmcid_pcpu_create(struct mm_struct *mm, size_t size,
 	atomic_set(&s->grow_attempts, 0);
 	INIT_LIST_HEAD(&s->node);
 
-	mn = mmu_notifier_get(&mmcid_mm_ops, mm);
-	if (IS_ERR(mn)) {
-		/* -EINTR, -ENOMEM: no slot was initialised yet. */
-		kvfree(s);
-		mmput(mm);
-		return ERR_CAST(mn);
-	}
-	s->ctx = container_of(mn, struct mmcid_mm, mn);
 	if (ops && ops->init)
 		ops->init(mmcid_remote(s), arg);
-	spin_lock(&s->ctx->lock);
-	list_add(&s->node, &s->ctx->objs);
-	spin_unlock(&s->ctx->lock);
+	spin_lock(&ctx->lock);
+	list_add(&s->node, &ctx->objs);
+	spin_unlock(&ctx->lock);
 	mmput(mm);	/* never the last one: the caller holds mm_users */
 	return s;
+
+leave:
+	mmcid_units_leave(ctx, u, off, size, true);
+put_ctx:
+	mmu_notifier_put(mn);
+put_mm:
+	mmput(mm);	/* never the last one, as above */
+	return ERR_PTR(ret);
 }
 EXPORT_SYMBOL_GPL(__mmcid_pcpu_create);
 
@@ -639,8 +858,9 @@ EXPORT_SYMBOL_GPL(__mmcid_pcpu_create);
  *
  * Waits for a concurrent mm teardown that is folding @s, runs ops->fini on
  * every initialised slot left (the cid slots unless the mm was torn down,
- * then the remote slot) and frees everything.  When it returns, no
- * callback of @s runs any more.
+ * then the remote slot), gives its range of the units back and frees the
+ * header (and the unit set with its blocks if @s was its last member).
+ * When it returns, no callback of @s runs any more.
  *
  * Context: Process context, may sleep.  Must not hold a lock that ops->fini
  * or a concurrent teardown of @s's mm needs.
@@ -694,7 +914,6 @@ static bool mmcid_may_grow(struct mmcid_pcpu *s, gfp_t gfp)
  */
 static int mmcid_grow(struct mmcid_pcpu *s, unsigned int k, gfp_t gfp)
 {
-	struct mmcid_blk *b = &s->blk[k];
 	unsigned long flags;
 	void *slots;
 	int ret = 0;
@@ -713,14 +932,21 @@ static int mmcid_grow(struct mmcid_pcpu *s, unsigned int k, gfp_t gfp)
 		return -ENOMEM;
 	}
 
+	/*
+	 * Publish only while @s is not dead: teardown sets dead under this
+	 * lock before it folds, and the set's blocks are freed only after
+	 * every live member was folded, so nothing is published into a set
+	 * whose blocks are being freed.  Another member of the set may
+	 * publish the same block at the same time (under its own lock):
+	 * the cmpxchg picks one, the other allocation is freed.  Our ready
+	 * word for the block is zero; the release pairs with the acquire in
+	 * get.
+	 */
 	raw_spin_lock_irqsave(&s->lock, flags);
-	if (s->dead) {
+	if (s->dead)
 		ret = -ENOENT;
-	} else if (!b->slots) {
-		/* The ready word is zero; pairs with the acquire in get. */
-		smp_store_release(&b->slots, slots);
+	else if (!cmpxchg_release(&s->blk[k], NULL, slots))
 		slots = NULL;
-	}
 	raw_spin_unlock_irqrestore(&s->lock, flags);
 	kfree(slots);
 	if (!ret && READ_ONCE(s->grow_retry))
@@ -786,7 +1012,6 @@ static __always_inline void *mmcid_fast_slot(struct mmcid_pcpu *s,
 					     enum mmcid_src src, int cid,
 					     int *used)
 {
-	struct mmcid_blk *b;
 	unsigned int k, bit;
 	void *slots;
 	int c;
@@ -795,16 +1020,15 @@ static __always_inline void *mmcid_fast_slot(struct mmcid_pcpu *s,
 	if (unlikely(c < 0))
 		return NULL;
 	k = mmcid_blk_of(&s->geo, c);
-	b = &s->blk[k];
 	/* Pairs with the release in mmcid_grow(). */
-	slots = smp_load_acquire(&b->slots);
+	slots = smp_load_acquire(&s->blk[k]);
 	if (unlikely(!slots))
 		return NULL;
 	bit = c - mmcid_blk_first(&s->geo, k);
-	if (unlikely(!test_bit_acquire(bit, &b->ready)))
+	if (unlikely(!test_bit_acquire(bit, &s->ready[k])))
 		return NULL;
 	*used = c;
-	return slots + bit * s->stride;
+	return slots + bit * s->stride + s->off;
 }
 
 /*
@@ -818,7 +1042,6 @@ static __always_inline void *mmcid_get(struct mmcid_pcpu *s,
 				       unsigned int subclass)
 {
 	unsigned int k, bit, tries = 0;
-	struct mmcid_blk *b;
 	void *slots, *slot;
 	int c;
 
@@ -831,14 +1054,13 @@ again:
 		goto remote;
 	}
 	k = mmcid_blk_of(&s->geo, c);
-	b = &s->blk[k];
 	/* Pairs with the release in mmcid_grow(). */
-	slots = smp_load_acquire(&b->slots);
+	slots = smp_load_acquire(&s->blk[k]);
 	if (likely(slots)) {
 		bit = c - mmcid_blk_first(&s->geo, k);
-		slot = slots + bit * s->stride;
-		if (unlikely(!test_bit_acquire(bit, &b->ready)))
-			mmcid_init_slot(s, slot, &b->ready, bit);
+		slot = slots + bit * s->stride + s->off;
+		if (unlikely(!test_bit_acquire(bit, &s->ready[k])))
+			mmcid_init_slot(s, slot, &s->ready[k], bit);
 		ref->cpu = smp_processor_id();
 		ref->cid = c;
 		ref->slot = slot;
@@ -1017,15 +1239,26 @@ void mmcid_pcpu_for_each(struct mmcid_pcpu *s,
 }
 EXPORT_SYMBOL_GPL(mmcid_pcpu_for_each);
 
+/* The header's allocation: its kmalloc bucket, or its pages if vmalloc()ed. */
+static size_t mmcid_hdr_bytes(struct mmcid_pcpu *s)
+{
+	size_t bytes = mmcid_hdr_size(s->nblk) + s->size;
+
+	return is_vmalloc_addr(s) ? PAGE_ALIGN(bytes) :
+		kmalloc_size_roundup(bytes);
+}
+
 /**
  * mmcid_pcpu_memory() - bytes the storage occupies
  * @s: the storage
  *
- * Counts the allocations really made: the header with the remote slot
- * (its kmalloc bucket, or the pages if it was vmalloc()ed) and the blocks'
- * kmalloc buckets.  The per-mm context (shared by every object of the mm)
- * is not included.  Lockless: with concurrent growth or teardown, each
- * block is counted as it is at the moment it is looked at.
+ * The header with the remote slot (its kmalloc bucket, or the pages if it
+ * was vmalloc()ed) and the object's share of its unit set: its slot size
+ * (rounded up to 8 bytes) for every cid slot in the allocated blocks.  The
+ * rest of the units, the unit sets' headers and the per-mm context are
+ * shared by the objects of the mm: mmcid_pcpu_mm_memory() counts them.
+ * Lockless: with concurrent growth or teardown, each block is counted as
+ * it is at the moment it is looked at.
  *
  * Context: Any context; does not sleep, takes no lock (may be called
  * between mmcid_pcpu_get() and mmcid_pcpu_put() of @s).
@@ -1033,19 +1266,48 @@ EXPORT_SYMBOL_GPL(mmcid_pcpu_for_each);
  */
 size_t mmcid_pcpu_memory(struct mmcid_pcpu *s)
 {
-	size_t bytes = mmcid_hdr_size(s->nblk) + s->size;
-	unsigned int k;
-
-	bytes = is_vmalloc_addr(s) ? PAGE_ALIGN(bytes) :
-		kmalloc_size_roundup(bytes);
-	/* Lockless: block pointers only, never dereferenced. */
-	for (k = 0; k < s->nblk; k++)
-		if (READ_ONCE(s->blk[k].slots))
-			bytes += kmalloc_size_roundup(mmcid_blk_len(&s->geo, k) *
-						      s->stride);
-	return bytes;
+	return mmcid_hdr_bytes(s) +
+		(size_t)ALIGN(s->size, MMCID_GRAIN) * mmcid_pcpu_slots(s);
 }
 EXPORT_SYMBOL_GPL(mmcid_pcpu_memory);
+
+/**
+ * mmcid_pcpu_mm_memory() - bytes all mm_cid storage of @s's mm occupies
+ * @s: a storage object of the mm
+ * @unit_bytes: if not NULL, set to the bytes of the allocated unit blocks
+ *	(the cid slots of every object of the mm, with the units' padding)
+ *
+ * Every allocation the mm's storage made, by kmalloc bucket: the per-mm
+ * context, every unit set's header and allocated blocks, and the header
+ * of every object not yet torn down.
+ *
+ * Context: Process context (takes the context's spinlock_t).
+ * Return: the byte count.
+ */
+size_t mmcid_pcpu_mm_memory(struct mmcid_pcpu *s, size_t *unit_bytes)
+{
+	struct mmcid_mm *ctx = s->ctx;
+	size_t bytes = kmalloc_size_roundup(sizeof(*ctx)), blocks = 0;
+	struct mmcid_units *u;
+	struct mmcid_pcpu *o;
+	unsigned int k;
+
+	spin_lock(&ctx->lock);
+	list_for_each_entry(u, &ctx->units, node) {
+		bytes += kmalloc_size_roundup(mmcid_units_size(u->nblk, u->unit));
+		for (k = 0; k < u->nblk; k++)
+			if (READ_ONCE(u->blk[k]))
+				blocks += kmalloc_size_roundup(mmcid_blk_len(&u->geo, k) *
+							       u->unit);
+	}
+	list_for_each_entry(o, &ctx->objs, node)
+		bytes += mmcid_hdr_bytes(o);
+	spin_unlock(&ctx->lock);
+	if (unit_bytes)
+		*unit_bytes = blocks;
+	return bytes + blocks;
+}
+EXPORT_SYMBOL_GPL(mmcid_pcpu_mm_memory);
 
 /**
  * mmcid_pcpu_slots() - cid slots allocated (initialised or not)
@@ -1060,9 +1322,9 @@ unsigned int mmcid_pcpu_slots(struct mmcid_pcpu *s)
 {
 	unsigned int k, n = 0;
 
-	/* Lockless, as mmcid_pcpu_memory(). */
+	/* Lockless: block pointers only, never dereferenced. */
 	for (k = 0; k < s->nblk; k++)
-		if (READ_ONCE(s->blk[k].slots))
+		if (READ_ONCE(s->blk[k]))
 			n += mmcid_blk_len(&s->geo, k);
 	return n;
 }
@@ -1089,7 +1351,7 @@ int mmcid_pcpu_max_cid(struct mmcid_pcpu *s)
 	 * here belongs to a slot that was initialised.
 	 */
 	while (k--) {
-		unsigned long ready = READ_ONCE(s->blk[k].ready);
+		unsigned long ready = READ_ONCE(s->ready[k]);
 
 		if (ready)
 			return mmcid_blk_first(&s->geo, k) + __fls(ready);
@@ -1454,6 +1716,47 @@ int __mmcid_counter_add(struct mmcid_counter *c, s64 delta, gfp_t gfp,
 size_t mmcid_pcpu_ctx_size(void)
 {
 	return kmalloc_size_roundup(sizeof(struct mmcid_mm));
+}
+
+/**
+ * mmcid_pcpu_model_bytes() - what mmcid_pcpu_mm_memory() would report
+ * @ncids: nr_cpu_ids of the machine computed for
+ * @nobj: objects of the mm, created one after the other
+ * @size: their slot size, 1..PAGE_SIZE
+ * @cids: cids 0 .. @cids - 1 used by every object
+ * @unit_bytes: set to the bytes of the unit blocks
+ *
+ * The same layout rules as the allocation code (a unit of @size rounded
+ * up to the cache line, first fit in MMCID_GRAIN-byte steps, doubling
+ * blocks, kmalloc buckets), evaluated for another machine's nr_cpu_ids;
+ * for @ncids == nr_cpu_ids the bench checks it against the measurement.
+ * Not exported.
+ *
+ * Context: Any context.
+ * Return: the bytes of the context, unit sets, blocks and headers.
+ */
+size_t mmcid_pcpu_model_bytes(unsigned int ncids, unsigned int nobj,
+			      size_t size, unsigned int cids, size_t *unit_bytes)
+{
+	u32 unit = ALIGN(size, SMP_CACHE_BYTES);
+	unsigned int per = unit / ALIGN(size, MMCID_GRAIN);
+	unsigned int nsets = DIV_ROUND_UP(nobj, per);
+	unsigned int nblk, k, last;
+	struct mmcid_geo g;
+	size_t blocks = 0;
+
+	if (size >= SMP_CACHE_BYTES)	/* cache-line aligned ranges */
+		per = 1, nsets = nobj;
+	mmcid_geo_init(&g, unit);
+	nblk = mmcid_blk_of(&g, ncids - 1) + 1;
+	last = cids ? mmcid_blk_of(&g, min(cids, ncids) - 1) : 0;
+	for (k = 0; cids && k <= last; k++)
+		blocks += kmalloc_size_roundup(mmcid_blk_len_n(&g, k, ncids) * unit);
+	*unit_bytes = blocks * nsets;
+	return kmalloc_size_roundup(sizeof(struct mmcid_mm)) +
+		nsets * kmalloc_size_roundup(mmcid_units_size(nblk, unit)) +
+		nobj * kmalloc_size_roundup(mmcid_hdr_size(nblk) + size) +
+		*unit_bytes;
 }
 #endif /* CONFIG_KUNIT || CONFIG_PCPU_NEXT_TORTURE */
 

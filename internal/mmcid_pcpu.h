@@ -11,12 +11,13 @@
  *	__mmcid_pcpu_get()			harness bench, KUnit
  *	__mmcid_counter_add()			harness, KUnit
  *	mmcid_pcpu_ctx_size()			harness bench
+ *	mmcid_pcpu_model_bytes()		harness bench
  *	mmcid_pcpu_grow_attempts()		KUnit only
  *	mmcid_pcpu_lock_key()			KUnit only
  *	mmcid_pcpu_geo_blk(), _geo_block()	KUnit only
  *
- * __mmcid_pcpu_get(), __mmcid_counter_add() and mmcid_pcpu_ctx_size()
- * are compiled only with KUnit or the harness, the KUnit-only ones only
+ * __mmcid_pcpu_get(), __mmcid_counter_add(), mmcid_pcpu_ctx_size() and
+ * mmcid_pcpu_model_bytes() are compiled only with KUnit or the harness, the KUnit-only ones only
  * with KUnit (VISIBLE_IF_KUNIT, EXPORT_SYMBOL_IF_KUNIT).  The harness's
  * own mmcid functions (the debugfs file) are in torture/torture.h.  The
  * functions are documented
@@ -57,6 +58,9 @@ void *__mmcid_pcpu_get(struct mmcid_pcpu *s, struct mmcid_pcpu_ref *ref,
 int __mmcid_counter_add(struct mmcid_counter *c, s64 delta, gfp_t gfp,
 			enum mmcid_src src, int cid, unsigned int *cpu);
 size_t mmcid_pcpu_ctx_size(void);
+size_t mmcid_pcpu_model_bytes(unsigned int ncids, unsigned int nobj,
+			      size_t size, unsigned int cids,
+			      size_t *unit_bytes);
 
 #if IS_ENABLED(CONFIG_KUNIT)
 /* Block allocations tried, and the backoff deadline (0: none). */

@@ -39,6 +39,7 @@
 #include <kunit/test.h>
 #include <asm/local64.h>
 #include <linux/atomic.h>
+#include <linux/completion.h>
 #include <linux/delay.h>
 #include <linux/jiffies.h>
 #include <linux/kthread.h>
@@ -898,7 +899,7 @@ struct kt_reader {
 	unsigned int full;	/* cid slots of raw before the teardown */
 	atomic_t reads;
 	atomic_t bad;
-	atomic_t partial;	/* reads that saw the teardown half done */
+	atomic_t partial;	/* reads within the teardown (dead, blocks left) */
 };
 
 static void kt_val_add(const void *slot, int cid, void *data)
@@ -919,13 +920,13 @@ static int kt_reader_fn(void *data)
 	struct kt_reader *r = data;
 
 	while (!kthread_should_stop()) {
-		unsigned int before = mmcid_pcpu_slots(r->raw);
+		bool dead = mmcid_pcpu_mm_gone(r->raw);
 		s64 v = mmcid_counter_sum(r->c);
 		u64 t = kt_raw_total(r->raw);
 
 		if (v != r->want_c || t != r->want_raw)
 			atomic_inc(&r->bad);
-		if (before && before < r->full)
+		if (dead && mmcid_pcpu_slots(r->raw))
 			atomic_inc(&r->partial);
 		atomic_inc(&r->reads);
 		cond_resched();
@@ -943,10 +944,11 @@ static void kt_reader_wait(struct kt_reader *r, int n)
 }
 
 /*
- * mm teardown folds and frees block by block, dropping the lock between
- * blocks, while a reader sums concurrently: every sum, before, during and
- * after the teardown, is exact (each block's fold and unpublication are
- * one lock hold, and a walk is one lock hold).  Page-sized slots make one
+ * mm teardown folds and finalises block by block, dropping the lock
+ * between blocks, and frees the unit blocks once every member of the
+ * unit set is folded, while a reader sums concurrently: every sum,
+ * before, during and after the teardown, is exact (each block's fold and
+ * ready-word clear are one lock hold, and a walk is one lock hold).  Page-sized slots make one
  * block per cid, so there are nr_cpu_ids lock holds to interleave with; a
  * walk that stopped at s->dead, or a fold split from its unpublication,
  * would lose or double-count slots here.
@@ -997,6 +999,166 @@ static void mmcid_teardown_reader(struct kunit *test)
 	mmcid_counter_destroy(r.c);
 	mmcid_pcpu_destroy(r.raw);
 	KUNIT_EXPECT_EQ(test, atomic_read(&life.fini), n + 1);
+}
+
+/*
+ * Objects of one mm share its units: the cid slots of every object of a
+ * unit set live in the same blocks, each object at its own offset of
+ * every cid's unit.  A second object's first use allocates nothing, its
+ * data is apart from the first's, a big object gets a unit set of its
+ * own, and a range given back and taken again starts from zero (ready
+ * bits are the object's, not the unit's).  mmcid_pcpu_model_bytes()
+ * predicts the measured bytes exactly.
+ */
+static void mmcid_shared_units(struct kunit *test)
+{
+	struct mm_struct *mm = kt_mm(test);
+	struct mmcid_pcpu *a, *b, *big, *c, *four[4];
+	size_t ub0, ub1, ub2, all, model, mub;
+	unsigned int i, t = min(4U, nr_cpu_ids);
+	struct mmcid_pcpu_ref ref;
+	u64 *pa, *pb, *pc;
+	int cid;
+
+	a = mmcid_pcpu_create(mm, sizeof(u64), NULL, NULL);
+	b = mmcid_pcpu_create(mm, sizeof(u64), NULL, NULL);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(a) || IS_ERR(b));
+	mmcid_pcpu_mm_memory(a, &ub0);
+	KUNIT_EXPECT_EQ(test, ub0, (size_t)0);
+
+	pa = __mmcid_pcpu_get(a, &ref, GFP_KERNEL, MMCID_SRC_FIXED, 0);
+	*pa = 0x1111;
+	mmcid_pcpu_put(a, &ref);
+	mmcid_pcpu_mm_memory(a, &ub1);
+	KUNIT_EXPECT_GT(test, ub1, (size_t)0);
+	/* b shares a's blocks before it used them. */
+	KUNIT_EXPECT_EQ(test, mmcid_pcpu_slots(b), mmcid_pcpu_slots(a));
+
+	pb = __mmcid_pcpu_get(b, &ref, GFP_KERNEL, MMCID_SRC_FIXED, 0);
+	KUNIT_EXPECT_EQ(test, *pb, 0ULL);
+	KUNIT_EXPECT_NE(test, (unsigned long)pb, (unsigned long)pa);
+	*pb = 0x2222;
+	mmcid_pcpu_put(b, &ref);
+	mmcid_pcpu_mm_memory(a, &ub2);
+	KUNIT_EXPECT_EQ(test, ub2, ub1);		/* no new block */
+	KUNIT_EXPECT_EQ(test, mmcid_pcpu_grow_attempts(b, &mub), 0U);
+	pa = __mmcid_pcpu_get(a, &ref, GFP_KERNEL, MMCID_SRC_FIXED, 0);
+	KUNIT_EXPECT_EQ(test, *pa, 0x1111ULL);
+	mmcid_pcpu_put(a, &ref);
+
+	/* More than a cache line: a unit set of its own. */
+	big = mmcid_pcpu_create(mm, SMP_CACHE_BYTES + 8, NULL, NULL);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(big));
+	kt_get(big, &ref, 0);
+	mmcid_pcpu_put(big, &ref);
+	mmcid_pcpu_mm_memory(a, &ub2);
+	KUNIT_EXPECT_GT(test, ub2, ub1);
+	mmcid_pcpu_destroy(big);
+	mmcid_pcpu_mm_memory(a, &ub2);
+	KUNIT_EXPECT_EQ(test, ub2, ub1);		/* its set went with it */
+
+	/* a's range, given back and taken again, starts from zero. */
+	mmcid_pcpu_destroy(a);
+	c = mmcid_pcpu_create(mm, sizeof(u64), NULL, NULL);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(c));
+	pc = __mmcid_pcpu_get(c, &ref, GFP_KERNEL, MMCID_SRC_FIXED, 0);
+	KUNIT_EXPECT_EQ(test, (unsigned long)pc, (unsigned long)pa);
+	KUNIT_EXPECT_EQ(test, *pc, 0ULL);
+	mmcid_pcpu_put(c, &ref);
+	pb = __mmcid_pcpu_get(b, &ref, GFP_KERNEL, MMCID_SRC_FIXED, 0);
+	KUNIT_EXPECT_EQ(test, *pb, 0x2222ULL);
+	mmcid_pcpu_put(b, &ref);
+	mmcid_pcpu_destroy(c);
+	mmcid_pcpu_destroy(b);
+
+	/* Four 8-byte objects on t cids: the model's bytes, measured. */
+	for (i = 0; i < ARRAY_SIZE(four); i++) {
+		four[i] = mmcid_pcpu_create(mm, sizeof(u64), NULL, NULL);
+		KUNIT_ASSERT_FALSE(test, IS_ERR(four[i]));
+		for (cid = 0; cid < t; cid++) {
+			kt_get(four[i], &ref, cid);
+			mmcid_pcpu_put(four[i], &ref);
+		}
+	}
+	all = mmcid_pcpu_mm_memory(four[0], &ub0);
+	model = mmcid_pcpu_model_bytes(nr_cpu_ids, ARRAY_SIZE(four),
+				       sizeof(u64), t, &mub);
+	KUNIT_EXPECT_EQ(test, all, model);
+	KUNIT_EXPECT_EQ(test, ub0, mub);
+	/* One unit set, one block: four cids' units. */
+	KUNIT_EXPECT_EQ(test, ub0, kmalloc_size_roundup(min(4U, nr_cpu_ids) *
+							SMP_CACHE_BYTES));
+	for (i = 0; i < ARRAY_SIZE(four); i++)
+		mmcid_pcpu_destroy(four[i]);
+	mmput(mm);
+}
+
+struct kt_race {
+	struct mmcid_pcpu *victim;
+	struct completion go;
+	struct completion done;
+};
+
+static int kt_race_destroy(void *data)
+{
+	struct kt_race *r = data;
+
+	wait_for_completion(&r->go);
+	mmcid_pcpu_destroy(r->victim);
+	complete(&r->done);
+	return 0;
+}
+
+/*
+ * Destroy of one member of a unit set races with the mm teardown that
+ * folds the others: the blocks must stay until the last live member is
+ * folded or gone, and go exactly once (KASAN reports a use after free,
+ * kmemleak a leak).  Also: a folded member destroyed after the teardown,
+ * with another member still alive, finds nothing to finalise.
+ */
+static void mmcid_shared_teardown_race(struct kunit *test)
+{
+	unsigned int round, t = min(4U, nr_cpu_ids);
+	atomic_t calls = ATOMIC_INIT(0);
+
+	for (round = 0; round < 32; round++) {
+		struct mm_struct *mm = kt_mm(test);
+		struct mmcid_counter *keep;
+		struct task_struct *task;
+		struct kt_race r;
+		struct mmcid_pcpu_ref ref;
+		struct kt_slot *slot;
+		int cid;
+
+		keep = mmcid_counter_create(mm);
+		r.victim = mmcid_pcpu_create(mm, sizeof(struct kt_slot), &kt_ops,
+					     &calls);
+		KUNIT_ASSERT_FALSE(test, IS_ERR(keep) || IS_ERR(r.victim));
+		for (cid = 0; cid < t; cid++) {
+			__mmcid_counter_add(keep, cid + 1, GFP_KERNEL,
+					    MMCID_SRC_FIXED, cid, NULL);
+			slot = kt_get(r.victim, &ref, cid);
+			slot->val = cid;
+			mmcid_pcpu_put(r.victim, &ref);
+		}
+		init_completion(&r.go);
+		init_completion(&r.done);
+		task = kthread_run(kt_race_destroy, &r, "mmcid_race");
+		KUNIT_ASSERT_FALSE(test, IS_ERR(task));
+		if (round & 1) {
+			complete(&r.go);
+			mmput(mm);
+		} else {
+			mmput(mm);
+			complete(&r.go);
+		}
+		wait_for_completion(&r.done);
+		KUNIT_EXPECT_EQ(test, mmcid_counter_sum(keep),
+				(s64)t * (t + 1) / 2);
+		KUNIT_EXPECT_EQ(test, mmcid_pcpu_slots(mmcid_counter_storage(keep)),
+				0U);
+		mmcid_counter_destroy(keep);
+	}
 }
 
 /*
@@ -1079,6 +1241,8 @@ static struct kunit_case mmcid_cases[] = {
 	KUNIT_CASE(mmcid_fini_balance),
 	KUNIT_CASE(mmcid_create_eintr),
 	KUNIT_CASE(mmcid_teardown_reader),
+	KUNIT_CASE(mmcid_shared_units),
+	KUNIT_CASE(mmcid_shared_teardown_race),
 	KUNIT_CASE(mmcid_geometry),
 	{}
 };

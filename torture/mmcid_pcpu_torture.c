@@ -696,36 +696,81 @@ static int pn_mmcid_phase(struct pn_run *run, struct pn_mmcid_arg *a,
 	return ret;
 }
 
-/* Footprint: storage with @payload bytes per slot, cids 0..T-1 used. */
-static int pn_mmcid_footprint(struct pn_run *run, struct mm_struct *mm,
-			      unsigned int payload)
+#define PN_FP_MAX	8	/* objects in one footprint row */
+
+/* "<int>.<3 digits>" of a / b, for the footprint rows. */
+static void pn_fp_ratio(char *buf, size_t len, size_t a, size_t b)
 {
-	unsigned int possible = num_possible_cpus(), t;
-	size_t pcpu = (size_t)ALIGN(payload, sizeof(long)) * possible;
+	u64 r = div64_u64((u64)a * 1000, b);
+
+	snprintf(buf, len, "%llu.%03llu", r / 1000, r % 1000);
+}
+
+/*
+ * Footprint: @nobj storage objects of @payload bytes in one mm, cids
+ * 0..T-1 used by each, against per-CPU memory for the same objects
+ * (nobj * payload on every possible CPU).  Two figures: the unit blocks
+ * (the cid slots, with the units' padding) and every byte (the per-mm
+ * context, unit sets, blocks and object headers, by kmalloc bucket).
+ * The layout model of the library (mmcid_pcpu_model_bytes()) must give
+ * the measured bytes at this machine's nr_cpu_ids; it then prints the
+ * same for 256 possible CPUs.  Runs on an mm whose other storage objects
+ * are gone (the bench's counter is destroyed first).
+ */
+static int pn_mmcid_footprint(struct pn_run *run, struct mm_struct *mm,
+			      unsigned int nobj, unsigned int payload)
+{
+	unsigned int possible = num_possible_cpus(), t, i;
+	size_t pcpu = (size_t)ALIGN(payload, sizeof(long)) * nobj * possible;
+	struct mmcid_pcpu *obj[PN_FP_MAX];
+	char r_units[24], r_all[24];
 
 	for (t = 1; t <= nr_cpu_ids; t *= 2) {
+		size_t all, units, m_all, m_units;
 		struct mmcid_pcpu_ref ref;
-		struct mmcid_pcpu *s;
-		size_t mem;
-		u64 r1000;
-		int cid;
+		int cid, ret = 0;
 
-		s = mmcid_pcpu_create(mm, payload, NULL, NULL);
-		if (IS_ERR(s))
-			return PTR_ERR(s);
-		for (cid = 0; cid < t; cid++) {
-			__mmcid_pcpu_get(s, &ref, GFP_KERNEL, MMCID_SRC_FIXED, cid);
-			mmcid_pcpu_put(s, &ref);
+		for (i = 0; i < nobj; i++) {
+			obj[i] = mmcid_pcpu_create(mm, payload, NULL, NULL);
+			if (IS_ERR(obj[i])) {
+				ret = PTR_ERR(obj[i]);
+				break;
+			}
+			for (cid = 0; cid < t; cid++) {
+				__mmcid_pcpu_get(obj[i], &ref, GFP_KERNEL,
+						 MMCID_SRC_FIXED, cid);
+				mmcid_pcpu_put(obj[i], &ref);
+			}
 		}
-		mem = mmcid_pcpu_memory(s);
-		mmcid_pcpu_destroy(s);
-		r1000 = div64_u64((u64)mem * 1000, pcpu);
-		pn_printf(run, "# footprint payload=%u threads=%u possible=%u mmcid=%zu percpu=%zu ratio=%llu.%03llu%s\n",
-			  payload, t, possible, mem, pcpu, r1000 / 1000,
-			  r1000 % 1000,
-			  t == 4 && possible >= 64 ?
-			  (mem * 8 <= pcpu ? " target<=0.125:met" :
-			   " target<=0.125:missed") : "");
+		if (!ret) {
+			all = mmcid_pcpu_mm_memory(obj[0], &units);
+			m_all = mmcid_pcpu_model_bytes(nr_cpu_ids, nobj, payload,
+						       t, &m_units);
+		}
+		while (i--)
+			mmcid_pcpu_destroy(obj[i]);
+		if (ret)
+			return ret;
+		pn_fp_ratio(r_units, sizeof(r_units), units, pcpu);
+		pn_fp_ratio(r_all, sizeof(r_all), all, pcpu);
+		pn_printf(run, "# footprint objects=%u payload=%u threads=%u possible=%u units=%zu all=%zu percpu=%zu ratio_units=%s ratio_all=%s\n",
+			  nobj, payload, t, possible, units, all, pcpu,
+			  r_units, r_all);
+		if (all != m_all || units != m_units)
+			pn_fail(run, "footprint_model_%zu_%zu_measured_%zu_%zu",
+				m_all, m_units, all, units);
+	}
+	/* The same layout on a machine with 256 possible CPUs, computed. */
+	t = min(4U, nr_cpu_ids);
+	pcpu = (size_t)ALIGN(payload, sizeof(long)) * nobj * 256;
+	{
+		size_t units, all = mmcid_pcpu_model_bytes(256, nobj, payload, t,
+							   &units);
+
+		pn_fp_ratio(r_units, sizeof(r_units), units, pcpu);
+		pn_fp_ratio(r_all, sizeof(r_all), all, pcpu);
+		pn_printf(run, "# footprint objects=%u payload=%u threads=%u possible=256 (computed) units=%zu all=%zu percpu=%zu ratio_units=%s ratio_all=%s\n",
+			  nobj, payload, t, units, all, pcpu, r_units, r_all);
 	}
 	return 0;
 }
@@ -777,11 +822,16 @@ static int pn_mmcid_bench(struct pn_run *run)
 	if (mmcid_counter_sum(a.ctr) != lops + rops)
 		pn_fail(run, "bench_sum_inexact");
 
+	mmcid_counter_destroy(a.ctr);
+	a.ctr = NULL;
 	pn_printf(run, "# per-mm context (shared by all objects of an mm): %zu bytes\n",
 		  mmcid_pcpu_ctx_size());
-	ret = pn_mmcid_footprint(run, a.mm, sizeof(u64));
+	pn_printf(run, "# footprint: units = the cid slots (unit blocks), all = every byte of metadata too; percpu = the same objects as per-CPU memory\n");
+	ret = pn_mmcid_footprint(run, a.mm, 4, sizeof(u64));
+	if (!ret)	/* the same four counters as one array object (rss_stat) */
+		ret = pn_mmcid_footprint(run, a.mm, 1, 4 * sizeof(u64));
 	if (!ret)
-		ret = pn_mmcid_footprint(run, a.mm, SMP_CACHE_BYTES);
+		ret = pn_mmcid_footprint(run, a.mm, 1, SMP_CACHE_BYTES);
 free:
 	mmcid_counter_destroy(a.ctr);
 	if (a.mm)

@@ -103,6 +103,7 @@ void mmcid_pcpu_for_each(struct mmcid_pcpu *s,
 			 void (*fn)(const void *slot, int cid, void *data),
 			 void *data);
 size_t mmcid_pcpu_memory(struct mmcid_pcpu *s);
+size_t mmcid_pcpu_mm_memory(struct mmcid_pcpu *s, size_t *unit_bytes);
 unsigned int mmcid_pcpu_slots(struct mmcid_pcpu *s);
 int mmcid_pcpu_max_cid(struct mmcid_pcpu *s);
 bool mmcid_pcpu_mm_gone(struct mmcid_pcpu *s);
