@@ -12,34 +12,34 @@
  *   lazy mode                              upgraded
  *   +--------------------------+           +--------------------------+
  *   | local   (owner, plain)   |           | local   (frozen, summed) |
- *   | state = remote << 1      |  ------>  | state: bit0 = 1 (dead)   |
- *   | slot  = NULL             |  upgrade  | slot  ---------------------+
+ *   | state = remote << 1      |  ------>  | state = remote << 1 | 1  |
+ *   |                          |  upgrade  |   (live, summed)         |
+ *   | slot  = NULL             | fetch_or  | slot  ---------------------+
  *   +--------------------------+           +--------------------------+ |
  *      add_local: local += a                 add_*: target add          |
- *      add_remote: fetch_add(state, 2a)                                 |
+ *      add_remote: atomic add(state, 2a)                                |
  *      (all three zero: lazy, value 0)                                  v
  *     lazy_group (one per upgraded array of N counters)
  *     +------------+------------------------------------------+
  *     | node, nr   | slot[0] | slot[1] | ... | slot[N-1]      |
  *     | pcpu ------+--> one per-CPU allocation: N x s32 per CPU
  *     +------------+------------------------------------------+
- *     slot = { ops, group, base, ready, flat: { lock, count, pcpu } }
+ *     slot = { ops, group, flat: { lock, count, pcpu } }
  *
  * Value of a counter:
  *   lazy:      local + decode(state)           decode(x) = x >> 1
- *   upgraded:  local + slot->base + target value (flat: count + sum of
- *              the per-CPU s32 deltas)
- *   destroyed: 0 (local = 0, bit 0 set, slot = NULL)
+ *   upgraded:  local + decode(state) + target value (flat: count + sum
+ *              of the per-CPU s32 deltas)
+ *   destroyed: 0 (local = 0, state = bit 0 only, slot = NULL)
  *
  * Encoding.  Bit 0 of @state (LAZY_COUNTER_UPGRADED) is clear in lazy
  * mode and set once the counter is switched, so the all-zero counter is a
  * lazy counter of value 0: zero-filled memory (kzalloc(), a memset()
  * structure) is initialised, and lazy_counter_init_many(c, 0, n) stores
  * exactly that.  Remote adds add 2a to @state, which never changes bit 0,
- * so in lazy mode a remote add is one atomic fetch-and-add, as cheap as
- * atomic_long_add() (a compare-and-exchange loop would collapse under
- * contention).  The remote total has 63 bits: [LAZY_COUNTER_REMOTE_MIN,
- * _MAX].
+ * so in lazy mode a remote add is one atomic_long_add() (a
+ * compare-and-exchange loop would collapse under contention).  The
+ * remote total has 63 bits: [LAZY_COUNTER_REMOTE_MIN, _MAX].
  *
  * Word sizes.  This is 64-bit only, and the build refuses anything else
  * (Kconfig `depends on 64BIT`, Kbuild, and a static_assert below): @local
@@ -62,11 +62,13 @@
  *       section with GFP_ATOMIC; see Contexts).
  *  (I2) Bit 0 of @state goes from 0 to 1 at most once per counter before
  *       destroy (exactly once if an upgrade succeeds), by one
- *       xchg(state, LAZY_COUNTER_UPGRADED) issued after @slot was set.
- *       The value the xchg returns is the remote total carried into
- *       slot->base, which is published (slot->ready, release) right after
- *       with interrupts off.  Destroy sets bit 0 too (the destroyed state:
- *       bit 0 set, @slot NULL), when nobody uses the counter any more.
+ *       fetch_or(state, LAZY_COUNTER_UPGRADED) issued after @slot was
+ *       set; the other bits, the remote total, are left as they are and
+ *       stay part of the value for the counter's whole life (the word is
+ *       live, as percpu-refcount's atomic count stays live).  Destroy
+ *       stores exactly LAZY_COUNTER_UPGRADED (the destroyed state: bit 0
+ *       set, remote total 0, @slot NULL), when nobody uses the counter
+ *       any more.
  *  (I3) Every allocation an upgrade needs (group, per-CPU storage) is
  *       made before the first counter is switched; a failure therefore
  *       leaves every counter of the array lazy and fully working.
@@ -80,31 +82,33 @@
  *       no CPU-dead callback, no list of groups and no global lock on
  *       upgrade or destroy.
  *
- * Memory ordering.  Lossless remote updates: in lazy mode every
- * add_remote() is a fetch_add on @state and the switch is an xchg on
- * @state; all RMWs of one location are totally ordered.  An add ordered
- * before the xchg is contained in the value the xchg returns, hence in
- * slot->base.  An add ordered after it returns a value with bit 0 set
- * (the xchg stored LAZY_COUNTER_UPGRADED and adds of even amounts never
- * change bit 0), so the adder knows its add landed in the dead word and
- * repeats it on the target.  An adder that already loads a set bit 0 goes
- * to the target directly.  Nothing falls between, and the dead word's
- * later contents are never read.
+ * Memory ordering.  Lossless remote updates: a remote add that saw lazy
+ * mode adds 2a to @state, before or after the switch: the switch only
+ * sets bit 0, every value of the word is summed, so the add is counted
+ * exactly once wherever it falls (an add of an even amount never changes
+ * bit 0, and bit 0 never changes the remote total).  An adder that loads
+ * a set bit 0 goes to the target instead, which only keeps later adds
+ * off the shared word.  The add itself needs no ordering and returns
+ * nothing: the adder never reads the slot after it.
  * Publication: the upgrader fills the slot (ops, lock, pcpu pointer;
  * per-CPU storage comes zeroed) and stores @slot before the fully ordered
- * xchg; updaters and readers load @state with acquire (the fetch_add is
- * acquire too), so a set bit 0 makes @slot and the slot's target fields
- * visible.  Only readers need slot->base: they wait for slot->ready
- * (acquire), which the upgrader sets a few instructions after the xchg
- * with interrupts off, so the wait is short and cannot be an interrupt
- * spinning on the upgrader's own CPU.  Adders never wait.  Local adds use
+ * fetch_or (it must be at least a release; an unordered atomic_long_or()
+ * would need smp_mb__before_atomic()); updaters and readers load @state
+ * with acquire, so a set bit 0 makes @slot and the slot's target fields
+ * visible.  Nobody waits: there is no carried base to publish.  (Until
+ * issue 13 the switch was an xchg that took the remote total into a
+ * slot->base, a remote add that hit the dead word had to be redone on the
+ * target, and readers spun on a slot->ready flag; the live word removes
+ * all three, a reviewer's suggestion after lib/percpu-refcount.c, adopted
+ * because the SPIN model proves it, below.)  Local adds use
  * WRITE_ONCE/READ_ONCE only so that the single-writer word is never torn
  * or re-stored by the compiler under concurrent readers.
  *
- * Reads.  A sum loads @state, then @local (and the target): it is not a
- * snapshot of a value the counter ever held, but it lies between the
- * total of the adds that completed before it started and the total of
- * those that started before it ended.
+ * Reads.  A sum loads @state (mode and remote total from that one load),
+ * then @local (and the target): it is not a snapshot of a value the
+ * counter ever held, but it lies between the total of the adds that
+ * completed before it started and the total of those that started
+ * before it ended.
  *
  * Model check.  scripts/model/lazy_upgrade.pml (SPIN, run by
  * scripts/model.sh in `make check`) explores every interleaving of an
@@ -114,18 +118,23 @@
  * not the acquire/release pairs); a second configuration upgrades an
  * array of two counters.  It checks that no add is lost or doubled, I2
  * and I4, that both counters of an array end in the same mode, the read
- * bound above, and that no group leaks or is freed twice; nine mutants
- * (no redirect, load+store instead of xchg, resetting @local, no wait for
- * ready, no claim cmpxchg, and four array-specific ones) each fail it.
- * The model uses this file's encoding (state starts at 0, the switch
- * stores LAZY_COUNTER_UPGRADED) and ends in the destroyed state.
+ * bound above, and that no group leaks or is freed twice.  This file's
+ * protocol is the model's -DLIVE variant (1,482,219 states for one
+ * counter, 367,815 for an array of two, exhaustive, 0 errors); its
+ * mutants (a reader that ignores the live word, an xchg that clears the
+ * remote total, a redirect that counts an add twice, load+store for the
+ * or, no claim, a switch before @slot is set) each fail it.  The earlier
+ * xchg-and-redirect protocol stays in the model (default variant,
+ * 18,754,314 states, with its nine mutants) as the comparison.  The
+ * model uses this file's encoding and ends in the destroyed state.
  *
  * Compared with the RFC this follows (a percpu_counter whose pointer word
  * doubles as the tagged remote count, switched by xchg and with the local
  * count becoming the central count): here the owner's word stays separate
  * and summed (I1), so upgrades need not be run by the owner; remote adds
- * are fetch-and-add, not a cmpxchg loop; the flat target needs no
- * hotplug list at all (the kernel's is not exported; I5).
+ * are one atomic add, not a cmpxchg loop, and the remote word stays live
+ * after the switch (no redirect); the flat target needs no hotplug list
+ * at all (the kernel's is not exported; I5).
  *
  * Locking.
  *  - No global lock: upgrade and destroy of one array touch only that
@@ -142,8 +151,8 @@
  * spinlock_t from its magazines, depot, chunks and reserve, else from
  * __alloc_percpu_gfp(gfp) (the kernel's atomic path: pcpu_lock, a
  * spinlock_t, no mutex), and kicks its refill work with queue_work();
- * for the tree, one more kmalloc(gfp); no global lock; the switch (an
- * xchg and a release store with interrupts off); nothing waits for
+ * for the tree, one more kmalloc(gfp); no global lock; the switch (one
+ * fetch_or per counter); nothing waits for
  * another CPU.  A losing or failing upgrade frees
  * through the same locks (pn_free_percpu(), which may end in
  * free_percpu(); kfree()).  So the upgrade runs wherever a spinlock_t may
@@ -232,15 +241,11 @@
  * Statistics (struct lazy_counter_stats, lazy_counter_get_stats()).  The
  * slow-path ones are always kept, one atomic each per event: upgrades,
  * upgrade failures and races, live groups, per-CPU allocations, automatic
- * triggers and upgrades, injected failures and misuse.  The one counted
- * on an add path, redirects (remote adds that raced with a switch), is a
- * fast-path statistic like SLUB_STATS's: counted per CPU by lazy_stat()
- * only with CONFIG_PCPU_NEXT_STATS, read as 0 otherwise (Debian's stock
- * kernels build without it, the test kernels with it).  Nothing asserts on
- * it unless it is counted: the stress summary prints redirects=n/a, the
- * KUnit suite checks the exact count only with the option (without it,
- * that the field stays 0).  This component has no debugfs statistics
- * file.
+ * triggers and upgrades, injected failures and misuse.  The add paths
+ * count nothing (there used to be one event there, a remote add that
+ * raced with a switch; the live state word removed it), so
+ * CONFIG_PCPU_NEXT_STATS changes nothing in this file.  This component
+ * has no debugfs statistics file.
  *
  * Files.  This file is the library only.  It includes kernel headers, the
  * public headers include/pcpu_next/{lazy_counter,counter_tree,pcpu_alloc}.h
@@ -298,8 +303,8 @@ struct lazy_group;
  *	   sleeps only if that gfp may block (a non-blocking upgrade calls it
  *	   with GFP_ATOMIC or GFP_NOWAIT, possibly under a spinlock_t)
  * @teardown: undo @setup; any context except NMI
- * @read: fast approximate value of one slot (without base)
- * @sum: exact value of one slot (without base)
+ * @read: fast approximate value of one slot's target
+ * @sum: exact value of one slot's target
  * @slack: largest |read - sum| of one slot at quiescence
  */
 struct lazy_target_ops {
@@ -315,9 +320,6 @@ struct lazy_target_ops {
  * struct lazy_slot - one upgraded counter's place in its target
  * @ops: the target
  * @group: the group the slot belongs to
- * @base: remote total at the switch; valid once @ready is set, then
- *	  read-only
- * @ready: set (release) once @base is written
  * @flat: LAZY_COUNTER_FLAT state
  * @flat.lock: protects @flat.count and the folding of per-CPU deltas
  * @flat.count: folded deltas
@@ -328,8 +330,6 @@ struct lazy_target_ops {
 struct lazy_slot {
 	const struct lazy_target_ops *ops;
 	struct lazy_group *group;
-	s64 base;
-	int ready;
 	union {
 		struct {
 			raw_spinlock_t lock;
@@ -367,48 +367,6 @@ static atomic_long_t lazy_stat_auto_triggers;
 static atomic_long_t lazy_stat_auto_upgrades;
 static atomic_long_t lazy_stat_injected;
 static atomic_long_t lazy_stat_misuse;
-
-/*
- * Fast-path statistics, CONFIG_PCPU_NEXT_STATS only (as SLUB_STATS):
- * events of the add paths, counted per CPU with this_cpu_inc() (exact
- * from any context but NMI) and summed over every possible CPU by
- * lazy_counter_get_stats().  Without the option lazy_stat() is empty and
- * the fields read 0.
- */
-enum lazy_stat_item {
-	LAZY_STAT_REDIRECTS,	/* remote adds that hit a dead word */
-	NR_LAZY_STAT_ITEMS,
-};
-
-#ifdef CONFIG_PCPU_NEXT_STATS
-struct lazy_fast_stats {
-	unsigned long stat[NR_LAZY_STAT_ITEMS];
-};
-
-static DEFINE_PER_CPU(struct lazy_fast_stats, lazy_fast_stats);
-
-static u64 lazy_stat_sum(enum lazy_stat_item si)
-{
-	unsigned int cpu;
-	u64 sum = 0;
-
-	for_each_possible_cpu(cpu)
-		sum += READ_ONCE(per_cpu(lazy_fast_stats, cpu).stat[si]);
-	return sum;
-}
-#else
-static u64 lazy_stat_sum(enum lazy_stat_item si)
-{
-	return 0;
-}
-#endif
-
-static __always_inline void lazy_stat(enum lazy_stat_item si)
-{
-#ifdef CONFIG_PCPU_NEXT_STATS
-	this_cpu_inc(lazy_fast_stats.stat[si]);
-#endif
-}
 
 /*
  * The upgrade's test hook, compiled only for its users (the KUnit suite
@@ -749,24 +707,17 @@ static const struct lazy_target_ops *const lazy_targets[LAZY_COUNTER_NR_TARGETS]
 /* ---- upgraded-mode entry points ---------------------------------------- */
 
 /*
- * The slot of a counter whose state was seen upgraded (acquire), with its
- * base valid; NULL for a destroyed counter (counted as misuse).  The
- * upgrader writes base with interrupts off right after its xchg, so the
- * wait lasts a few instructions, and a reader cannot be an interrupt on
- * the upgrader's CPU inside that window (NMI excepted).
+ * The slot of a counter whose state was seen upgraded (acquire): the
+ * switch stored it before setting bit 0.  NULL for a destroyed counter
+ * (counted as misuse).
  */
-static struct lazy_slot *lazy_ready_slot(const struct lazy_counter *c,
-					 const char *what)
+static struct lazy_slot *lazy_slot_of(const struct lazy_counter *c,
+				      const char *what)
 {
 	struct lazy_slot *s = READ_ONCE(c->slot);
 
-	if (unlikely(!s)) {
+	if (unlikely(!s))
 		lazy_misuse(what);
-		return NULL;
-	}
-	/* pairs with the release in lazy_switch(): base is valid after */
-	while (unlikely(!smp_load_acquire(&s->ready)))
-		cpu_relax();
 	return s;
 }
 
@@ -776,8 +727,7 @@ static struct lazy_slot *lazy_ready_slot(const struct lazy_counter *c,
  * @amount: signed amount
  *
  * Out-of-line half of lazy_counter_add_local()/lazy_counter_add_remote().
- * Adds do not need the slot's base, so they never wait for it.  On a
- * destroyed counter (no slot) the amount is dropped and the misuse
+ * On a destroyed counter (no slot) the amount is dropped and the misuse
  * counted.
  *
  * Context: Any context except NMI.
@@ -799,36 +749,20 @@ void __lazy_counter_add_upgraded(const struct lazy_counter *c, s64 amount)
 EXPORT_SYMBOL_GPL(__lazy_counter_add_upgraded);
 
 /**
- * __lazy_counter_add_redirected() - redo a remote add that hit a dead word
- * @c: the counter; its fetch-and-add returned a value with bit 0 set
- * @amount: signed amount
- *
- * The rare race of lazy_counter_add_remote() with the switch: counted
- * (with CONFIG_PCPU_NEXT_STATS), so that stress runs show the path is
- * taken, then added to the target.
- *
- * Context: Any context except NMI.
- */
-void __lazy_counter_add_redirected(const struct lazy_counter *c, s64 amount)
-{
-	lazy_stat(LAZY_STAT_REDIRECTS);
-	__lazy_counter_add_upgraded(c, amount);
-}
-EXPORT_SYMBOL_GPL(__lazy_counter_add_redirected);
-
-/**
  * __lazy_counter_read_upgraded() - fast value of an upgraded counter
  * @c: the counter; bit 0 of its state was seen set (acquire)
  *
+ * The caller adds @c->local and the live remote total of the state word.
+ *
  * Context: Any context except NMI.
- * Return: the target's approximate value plus the carried remote total;
- * 0 for a destroyed counter (counted as misuse).
+ * Return: the target's approximate value; 0 for a destroyed counter
+ * (counted as misuse).
  */
 s64 __lazy_counter_read_upgraded(const struct lazy_counter *c)
 {
-	struct lazy_slot *s = lazy_ready_slot(c, "read");
+	struct lazy_slot *s = lazy_slot_of(c, "read");
 
-	return s ? s->base + s->ops->read(s) : 0;
+	return s ? s->ops->read(s) : 0;
 }
 EXPORT_SYMBOL_GPL(__lazy_counter_read_upgraded);
 
@@ -836,36 +770,32 @@ EXPORT_SYMBOL_GPL(__lazy_counter_read_upgraded);
  * __lazy_counter_sum_upgraded() - exact value of an upgraded counter
  * @c: the counter; bit 0 of its state was seen set (acquire)
  *
+ * The caller adds @c->local and the live remote total of the state word.
+ *
  * Context: Any context except NMI.
- * Return: the target's exact value plus the carried remote total; 0 for a
- * destroyed counter (counted as misuse).
+ * Return: the target's exact value; 0 for a destroyed counter (counted as
+ * misuse).
  */
 s64 __lazy_counter_sum_upgraded(const struct lazy_counter *c)
 {
-	struct lazy_slot *s = lazy_ready_slot(c, "sum");
+	struct lazy_slot *s = lazy_slot_of(c, "sum");
 
-	return s ? s->base + s->ops->sum(s) : 0;
+	return s ? s->ops->sum(s) : 0;
 }
 EXPORT_SYMBOL_GPL(__lazy_counter_sum_upgraded);
 
 /* ---- lifetime ------------------------------------------------------------ */
 
 /*
- * Switch one counter whose c->slot is already @s (I2): the xchg takes the
- * remote total and sets bit 0 in one step; base is published right after,
- * with interrupts off so that no reader waiting for it can run on this
- * CPU in between.
+ * Switch one counter whose c->slot is already set (I2): set bit 0 and
+ * nothing else.  Fully ordered, so it publishes c->slot and the slot's
+ * target (written before) to whoever loads the state with acquire and
+ * sees the bit; the remote total stays in the word, live and summed.
  */
-static void lazy_switch(struct lazy_counter *c, struct lazy_slot *s)
+static void lazy_switch(struct lazy_counter *c)
 {
-	unsigned long flags;
-	long old;
+	long old = atomic_long_fetch_or(LAZY_COUNTER_UPGRADED, &c->state);
 
-	local_irq_save(flags);
-	old = atomic_long_xchg(&c->state, LAZY_COUNTER_UPGRADED);
-	s->base = __lazy_counter_decode(old);
-	smp_store_release(&s->ready, 1);	/* base before ready */
-	local_irq_restore(flags);
 	WARN_ON_ONCE(old & LAZY_COUNTER_UPGRADED);
 }
 
@@ -959,7 +889,7 @@ int lazy_counter_upgrade_many(struct lazy_counter *c, unsigned int nr,
 	for (i = 1; i < nr; i++)
 		WRITE_ONCE(c[i].slot, &g->slot[i]);
 	for (i = 0; i < nr; i++)
-		lazy_switch(&c[i], &g->slot[i]);
+		lazy_switch(&c[i]);
 	atomic_long_inc(&lazy_stat_upgrades);
 	return 0;
 
@@ -1088,7 +1018,7 @@ u64 lazy_counter_read_slack(const struct lazy_counter *c)
 
 	if (lazy_counter_is_lazy(c))
 		return 0;
-	s = lazy_ready_slot(c, "read_slack");
+	s = lazy_slot_of(c, "read_slack");
 	return s ? s->ops->slack(s) : 0;
 }
 
@@ -1097,8 +1027,7 @@ u64 lazy_counter_read_slack(const struct lazy_counter *c)
  * @st: filled in
  *
  * Each field is read on its own (no snapshot across fields); at
- * quiescence they are exact.  The fast-path ones (@st->redirects) read 0
- * without CONFIG_PCPU_NEXT_STATS.
+ * quiescence they are exact.
  *
  * Context: Any context.
  */
@@ -1112,7 +1041,6 @@ void lazy_counter_get_stats(struct lazy_counter_stats *st)
 	st->pcpu_allocs = atomic_long_read(&lazy_stat_pcpu_allocs);
 	st->auto_triggers = atomic_long_read(&lazy_stat_auto_triggers);
 	st->auto_upgrades = atomic_long_read(&lazy_stat_auto_upgrades);
-	st->redirects = lazy_stat_sum(LAZY_STAT_REDIRECTS);
 	st->misuse = atomic_long_read(&lazy_stat_misuse);
 }
 EXPORT_SYMBOL_GPL(lazy_counter_get_stats);

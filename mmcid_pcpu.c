@@ -233,10 +233,10 @@
  * first waits for a ->release working on it, then finalises what is left
  * (cid slots without a fold if the mm is still alive, the remote slot),
  * gives its range back (the last member frees the unit set) and frees
- * it; when destroy returns, no callback of the object runs any more.  The last object of an mm drops the
- * context with mmu_notifier_put(), which frees it later through SRCU;
- * module unload waits for that with mmu_notifier_synchronize()
- * (pn_mmcid_exit()).
+ * it; when destroy returns, no callback of the object runs any more.  The
+ * last object of an mm drops the context with mmu_notifier_put(), which
+ * frees it later through SRCU; module unload waits for that with
+ * mmu_notifier_synchronize() (pn_mmcid_exit()).
  *
  * Index source.  The exported accesses (mmcid_pcpu_get(), _get_nested(),
  * mmcid_counter_add(), _add_nested()) take the index from task_mm_cid()
@@ -372,7 +372,8 @@ struct mmcid_pcpu {
 	unsigned long grow_retry;	/* no block before this (jiffies), 0: any time */
 	struct list_head node;		/* on ctx->objs, under ctx->lock */
 	struct lock_class_key *lock_key; /* lockdep class: the creation site's */
-	unsigned long ready[];		/* nblk words: bit i of word k, slot i of block k initialised */
+	/* nblk words: bit i of word k set once slot i of block k is initialised */
+	unsigned long ready[];
 	/* followed by the remote slot */
 };
 

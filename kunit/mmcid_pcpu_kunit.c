@@ -1225,7 +1225,6 @@ static void mmcid_geometry(struct kunit *test)
 	}
 }
 
-
 static struct kunit_case mmcid_cases[] = {
 	KUNIT_CASE(mmcid_init_once),
 	KUNIT_CASE(mmcid_zero_on_first_use),

@@ -24,8 +24,7 @@
  * upgrade and chunk-creation sites, armed for the whole run) and each
  * injected failure must have failed exactly one upgrade; no group may be
  * left alive.  The summary reports rounds, processes, operations, upgraded
- * arrays, the upgrade statistics and the redirected remote adds (a
- * fast-path statistic: "n/a" unless CONFIG_PCPU_NEXT_STATS).
+ * arrays and the upgrade statistics.
  *
  * Bench.  Alternating slices of a lazy operation and its classic
  * counterpart, so that a slow spell of the host hits both:
@@ -325,11 +324,6 @@ static int lazy_stress(struct pn_run *run)
 	injected += st1.injected - st0.injected;
 	pn_printf(run, "rounds=%u procs=%u ops=%llu upgraded=%u ", r, st.nproc,
 		  ops, upgraded);
-	/* a fast-path statistic: only counted with CONFIG_PCPU_NEXT_STATS */
-	if (IS_ENABLED(CONFIG_PCPU_NEXT_STATS))
-		pn_printf(run, "redirects=%llu ", st1.redirects - st0.redirects);
-	else
-		pn_printf(run, "redirects=n/a ");
 	pn_printf(run, "auto=%llu upgrades=%llu races=%llu failures=%llu ",
 		  st1.auto_upgrades - st0.auto_upgrades,
 		  st1.upgrades - st0.upgrades,

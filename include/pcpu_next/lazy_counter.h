@@ -35,19 +35,20 @@ struct lazy_slot;
  * @local: the owner's part; written only by the single updating context
  *	   (add_local in lazy mode), read by anyone.  Never reset by an
  *	   upgrade: afterwards it keeps the owner's lazy-mode total.
- * @state: lazy mode: remote total << 1, bit 0 (LAZY_COUNTER_UPGRADED)
- *	   clear, where the remote total is what add_remote() accumulated.
- *	   Upgraded or destroyed: bit 0 set, the other bits meaningless
- *	   (racing remote adds may still change them; they are redirected,
- *	   not lost).
+ * @state: the remote total << 1, where the remote total is what
+ *	   add_remote() accumulated in lazy mode, and bit 0
+ *	   (LAZY_COUNTER_UPGRADED), clear in lazy mode.  The switch only
+ *	   sets bit 0: the remote total stays live and summed, and a remote
+ *	   add that saw lazy mode and lands after the switch is counted in
+ *	   it like any other.  Destroyed: exactly LAZY_COUNTER_UPGRADED.
  * @slot: NULL until an upgrade claims the array; then the counter's slot
  *	  in its per-CPU target, set before bit 0 of @state is set (so it
  *	  may be set while the counter is still lazy; lazy-mode paths never
  *	  read it).  NULL again after destroy: bit 0 set with a NULL slot is
  *	  the destroyed state.
  *
- * The value of the counter is @local plus the remote total in lazy mode,
- * or @local plus the slot's value once upgraded.  All-zero is lazy mode
+ * The value of the counter is @local plus the remote total, plus the
+ * slot's value once upgraded.  All-zero is lazy mode
  * with value 0.
  */
 struct lazy_counter {
@@ -106,8 +107,8 @@ static inline long __lazy_counter_encode(long remote)
 }
 
 /**
- * __lazy_counter_decode() - the remote total held in a lazy state word
- * @state: a value of lazy_counter.state with bit 0 clear
+ * __lazy_counter_decode() - the remote total held in a state word
+ * @state: a value of lazy_counter.state, in either mode (bit 0 dropped)
  *
  * Context: Any context.
  * Return: the remote total (arithmetic shift: the sign is kept).
@@ -118,7 +119,6 @@ static inline long __lazy_counter_decode(long state)
 }
 
 void __lazy_counter_add_upgraded(const struct lazy_counter *c, s64 amount);
-void __lazy_counter_add_redirected(const struct lazy_counter *c, s64 amount);
 s64 __lazy_counter_read_upgraded(const struct lazy_counter *c);
 s64 __lazy_counter_sum_upgraded(const struct lazy_counter *c);
 
@@ -250,25 +250,19 @@ static inline void lazy_counter_add_local(struct lazy_counter *c, s64 amount)
  * @amount: signed amount; in lazy mode the remote total must stay within
  *	    [LAZY_COUNTER_REMOTE_MIN, LAZY_COUNTER_REMOTE_MAX]
  *
- * In lazy mode one atomic fetch-and-add of 2 * @amount on @c->state (bit 0
- * is untouched).  An update that races with the upgrade either lands
- * before the switch (and is carried into the target) or finds bit 0
- * set in the value it replaced and goes to the target itself.  Once
- * upgraded, a load of @c->state sends it to the target directly.
+ * In lazy mode one atomic add of 2 * @amount on @c->state (bit 0 is
+ * untouched).  An update that races with the upgrade lands in the state
+ * word before or after the switch, and is counted there either way: the
+ * word stays live and summed after the switch.  Once upgraded, a load of
+ * @c->state sends later adds to the target, off the shared word.
  *
  * Context: Any context except NMI.
  */
 static inline void lazy_counter_add_remote(struct lazy_counter *c, s64 amount)
 {
-	long old;
-
 	if (likely(!(__lazy_counter_state(c) & LAZY_COUNTER_UPGRADED))) {
-		old = atomic_long_fetch_add_acquire((long)((unsigned long)amount << 1),
-						    &c->state);
-		if (likely(!(old & LAZY_COUNTER_UPGRADED)))
-			return;
-		/* raced with the switch: the add hit the dead word */
-		__lazy_counter_add_redirected(c, amount);
+		/* counted in the live word even if the switch came first */
+		atomic_long_add(__lazy_counter_encode(amount), &c->state);
 		return;
 	}
 	__lazy_counter_add_upgraded(c, amount);
@@ -279,20 +273,19 @@ static inline void lazy_counter_add_remote(struct lazy_counter *c, s64 amount)
  * @c: the counter
  *
  * Exact in lazy mode (up to updates in flight); in per-CPU mode it omits
- * the deltas still held per CPU, like percpu_counter_read().
+ * the deltas still held per CPU, like percpu_counter_read().  Never waits.
  *
- * Context: Any context except NMI (it may wait, with a bounded spin, for
- * an upgrade that runs with interrupts off to finish its switch).
+ * Context: Any context except NMI.
  * Return: the approximate value.
  */
 static inline s64 lazy_counter_read(const struct lazy_counter *c)
 {
 	long state = __lazy_counter_state(c);
-	s64 local = READ_ONCE(c->local);
+	s64 v = READ_ONCE(c->local) + __lazy_counter_decode(state);
 
-	if (likely(!(state & LAZY_COUNTER_UPGRADED)))
-		return local + __lazy_counter_decode(state);
-	return local + __lazy_counter_read_upgraded(c);
+	if (state & LAZY_COUNTER_UPGRADED)
+		v += __lazy_counter_read_upgraded(c);
+	return v;
 }
 
 /**
@@ -323,11 +316,11 @@ static inline s64 lazy_counter_read_positive(const struct lazy_counter *c)
 static inline s64 lazy_counter_sum(const struct lazy_counter *c)
 {
 	long state = __lazy_counter_state(c);
-	s64 local = READ_ONCE(c->local);
+	s64 v = READ_ONCE(c->local) + __lazy_counter_decode(state);
 
-	if (likely(!(state & LAZY_COUNTER_UPGRADED)))
-		return local + __lazy_counter_decode(state);
-	return local + __lazy_counter_sum_upgraded(c);
+	if (state & LAZY_COUNTER_UPGRADED)
+		v += __lazy_counter_sum_upgraded(c);
+	return v;
 }
 
 /**
@@ -358,10 +351,11 @@ static inline s64 lazy_counter_sum_positive(const struct lazy_counter *c)
 static inline s64 lazy_counter_sum_local(const struct lazy_counter *c)
 {
 	long state = __lazy_counter_state(c);
+	s64 v = c->local + __lazy_counter_decode(state);
 
-	if (likely(!(state & LAZY_COUNTER_UPGRADED)))
-		return c->local + __lazy_counter_decode(state);
-	return c->local + __lazy_counter_sum_upgraded(c);
+	if (state & LAZY_COUNTER_UPGRADED)
+		v += __lazy_counter_sum_upgraded(c);
+	return v;
 }
 
 /**
@@ -424,15 +418,13 @@ static inline void lazy_counter_add_remote_auto(struct lazy_counter_auto *a,
  * @auto_triggers: automatic upgrades queued (rate threshold crossed)
  * @auto_upgrades: automatic upgrade work items whose upgrade call returned 0
  *		   (won, or found the array already claimed)
- * @redirects: remote adds that raced with a switch and were redirected;
- *	       a fast-path statistic, counted only with
- *	       CONFIG_PCPU_NEXT_STATS (0 without)
  * @injected: allocation steps failed by the module's test hook (its KUnit
  *	      suite and stress only; fault_attr failures are not counted here)
  * @misuse: adds, reads and upgrades of destroyed counters (dropped, 0,
  *	    -EINVAL); the first one of a boot also WARNs
  *
- * All fields but @redirects are slow-path counts, always kept.
+ * All fields are slow-path counts, always kept (the add paths count
+ * nothing, so CONFIG_PCPU_NEXT_STATS adds nothing here).
  */
 struct lazy_counter_stats {
 	u64 upgrades;
@@ -442,7 +434,6 @@ struct lazy_counter_stats {
 	u64 pcpu_allocs;
 	u64 auto_triggers;
 	u64 auto_upgrades;
-	u64 redirects;
 	u64 injected;
 	u64 misuse;
 };

@@ -4,7 +4,7 @@
  * lazy_upgrade.pml - SPIN model of the lazy-counter upgrade protocol
  * (lazy_counter.c, include/pcpu_next/lazy_counter.h), checked over all
  * interleavings.  Run: scripts/model.sh (TAP 13).  By hand:
- *	spin -a [-DNR2] [-DMUTANT_...] lazy_upgrade.pml
+ *	spin -a [-DNR2] [-DLIVE] [-DMUTANT_...] lazy_upgrade.pml
  *	gcc -O2 -DSAFETY -DCOLLAPSE -o pan pan.c && ./pan -m10000 -w25
  *
  * Two configurations share this file: the default one (nr == 1, below)
@@ -19,7 +19,12 @@
  * loser's return differ.  A second file would have duplicated all of it
  * and let the two copies drift apart.  With nr == 1 the state space is
  * the one of the original single-counter model (same 84-byte state
- * vector, 13 more states from the reworked ghost bookkeeping).
+ * vector, 13 more states from the reworked ghost bookkeeping).  -DLIVE
+ * (below) is an orthogonal compile-time switch for the protocol
+ * lazy_counter.c implements since issue 13; without it the preprocessed
+ * model is token for token the one before LIVE was added (checked with
+ * gcc -E on every case): the earlier xchg-and-redirect protocol, kept as
+ * the comparison, with every verdict and state count below unchanged.
  *
  * ENCODING
  * Bit 0 of c->state (LAZY_COUNTER_UPGRADED) is clear in lazy mode and set
@@ -70,6 +75,40 @@
  * a second remote adder (add_remote(&c[1], 2)); it passes too, but with
  * 33,021,647 states, 63 s and 1.75 GB it is too big for the check lane
  * (scripts/model.sh does not run it).
+ *
+ * LIVE: -DLIVE (what lazy_counter.c does since issue 13, adopted after
+ * this variant verified)
+ * percpu-refcount style: the atomic word stays live after the switch and
+ * is always summed.  Same processes, amounts, upgraders, claim (I4),
+ * destroy and ghost checks as above (with or without -DNR2/-DOWNER_SUM);
+ * what differs:
+ *   add_remote    acquire load of state; bit 0 clear: add(state, 2a), and
+ *                 the add has landed whatever bit 0 of the old value was
+ *                 (no redirect: a straggler's add after the switch stays
+ *                 in the live word, which is summed); bit 0 set: target
+ *   lazy_switch   fetch_or(state, 1): sets bit 0, keeps the remote total;
+ *                 asserts !(old & 1) and slot == own group as before
+ *   no slot->base, no slot->ready (the arrays are not declared): the
+ *                 switch is the whole publication
+ *   reader        state acquire load, READ_ONCE(local); bit 0 clear:
+ *                 local + decode(state); set: slot, target sum, and
+ *                 v = local + decode(state) + target (no wait)
+ *   value (a)     local + decode(state) + target in upgraded mode (the
+ *                 target is 0 while no switch happened, so one formula)
+ *   destroy       local 0, slot NULL, state = 1 (a store, not an or: the
+ *                 word now holds a remote total that must not survive)
+ * Properties (a)-(h) are asserted unchanged; (b) is "bit 0 goes 0 -> 1
+ * once, by fetch_or of the claim winner", and that the or keeps the
+ * remote total is not asserted at the switch but follows from (a) and (c)
+ * (MUTANT_LIVE_SWITCH_XCHG).  The model does not check the orderings the
+ * C code would need (SC, see below): the fetch_or must be at least
+ * release (fully ordered atomic_long_fetch_or(), whose old value feeds
+ * the WARN; a void atomic_long_or() is unordered and would need
+ * smp_mb__before_atomic()), since it publishes c->slot and the slot's
+ * target exactly as the old protocol's xchg did; readers and adders still load
+ * state with acquire before using the slot; the remote add itself needs
+ * neither a return value nor ordering (atomic_long_add()), because its
+ * adder never reads the slot after it.
  *
  * WHAT A CALLER MAY ASSUME WHEN upgrade_many() RETURNS 0 AS A LOSER
  *   MAY:     the array is claimed: c[0].slot is set by an upgrade that
@@ -255,8 +294,30 @@
  *                          (an off-by-one on nr): c[1] stays lazy with
  *                          its slot set.  Caught by (g).
  *
+ * LIVE MUTANTS (with -DLIVE; each must fail, scripts/model.sh checks it)
+ *   -DMUTANT_LIVE_READER_NO_WORD  after the switch the reader sums local
+ *                          + target only (the word treated as dead): the
+ *                          remote total of the lazy phase is missing.
+ *                          Caught by (c): v < lo.
+ *   -DMUTANT_LIVE_SWITCH_XCHG  the switch is xchg(state, 1), which drops
+ *                          the remote total (the current protocol's xchg
+ *                          without its base).  Caught by (a).
+ *   -DMUTANT_LIVE_REDIRECT  the adder whose add returned bit 0 set also
+ *                          repeats it on the target (the current
+ *                          protocol's redirect): counted twice.  Caught
+ *                          by (a).
+ *   -DLIVE -DMUTANT_LOAD_STORE  the switch is a load, then a store of
+ *                          old | 1: an add between them is wiped.  (a).
+ *   -DLIVE -DMUTANT_NO_CLAIM  both upgraders switch.  Caught by (b).
+ *   -DLIVE -DNR2 -DMUTANT_SWITCH_BEFORE_SLOT  fetch_or on c[1] before
+ *                          c[1].slot is stored: an adder that sees bit 0
+ *                          set loads a NULL slot.  Caught by (b): sl != 0.
+ * MUTANT_NO_REDIRECT, _RESET_LOCAL and _NO_READY_WAIT mutate what LIVE
+ * does not have; with -DLIVE they stop the preprocessor (#error).
+ *
  * REFUTATIONS (stronger claims than the code makes; pan must refute them,
- * scripts/model.sh expects the violation): CHECK_SNAPSHOT, see (c); and
+ * scripts/model.sh expects the violation): CHECK_SNAPSHOT, see (c), also
+ * with -DLIVE (the lazy-mode schedule of (c) is the same there); and
  * on -DNR2, each asserted at every loser's return 0:
  *   -DREFUTE_LOSER_UPGRADED  "every counter is upgraded": refuted.
  *   -DREFUTE_LOSER_SLOT1     "c[1].slot is set": refuted.  Trail: the
@@ -280,8 +341,18 @@
  *               (LOSER_FREES_WINNER), 51 (SWITCH_ONLY_C0).
  *   refuted:    CHECK_SNAPSHOT after 3,293,007; NR2: LOSER_UPGRADED and
  *               C0_MEANS_ALL after 2,191, LOSER_SLOT1 after 54,837.
+ *   LIVE:        1,482,219 states stored, 2,743,689 transitions, depth
+ *               83, 0.32 GB, 2.5-3.4 s (12.7x fewer than the model)
+ *   LIVE OWNER_SUM: 276,199 states, 454,657 transitions, depth 83
+ *   LIVE NR2:      367,815 states, 684,062 transitions, depth 88, 0.27 GB
+ *   LIVE mutants: violation after 243,332 (READER_NO_WORD), 2,902
+ *               (SWITCH_XCHG), 2,473 (REDIRECT), 2,903 (LOAD_STORE),
+ *               43,573 (NO_CLAIM); NR2: 1,225 (SWITCH_BEFORE_SLOT).
+ *               CHECK_SNAPSHOT refuted after 411,984.
  *   scripts/model.sh in all: 16 cases, 70-76 s wall on one core (gcc
- *   of pan.c is ~2.5 s of each case), peak 1.1 GB.
+ *   of pan.c is ~2.5 s of each case), peak 1.1 GB; with the ten LIVE
+ *   cases, 26 cases, 187 s wall measured on 2 cores shared with a
+ *   running CI (load ~2.5; the one-counter model alone took 40 s).
  *
  * ESSAY/DOCS VERSUS CODE (no protocol bug found; wording only)
  * - struct lazy_counter's kernel-doc says "@slot: NULL in lazy mode".  The
@@ -340,6 +411,22 @@
 #define REMOTE_B_1	1
 #endif
 
+#ifdef LIVE
+/* mutants of the current protocol's base/ready/redirect: nothing to mutate */
+#if defined(MUTANT_NO_REDIRECT) || defined(MUTANT_RESET_LOCAL) || \
+    defined(MUTANT_NO_READY_WAIT)
+#error "this mutant has no meaning with -DLIVE (no redirect, base or ready)"
+#endif
+/* the switch: fetch_or(state, 1) keeps the remote total in the live word */
+#define SWITCHED(x)	((x) | 1)
+#else
+#if defined(MUTANT_LIVE_READER_NO_WORD) || defined(MUTANT_LIVE_SWITCH_XCHG) || \
+    defined(MUTANT_LIVE_REDIRECT)
+#error "MUTANT_LIVE_* needs -DLIVE"
+#endif
+#define SWITCHED(x)	1	/* xchg(state, UPGRADED) */
+#endif
+
 /* &group[g].slot[i] for upgrader g = 1, 2; index 0 .. NR-1 unused (NULL) */
 #define S(g, i)	((g) * NR + (i))
 
@@ -350,8 +437,10 @@ byte state[NR] = 0;		/* c[i].state = encode(0) = 0 << 1: zero is lazy */
 byte slot[NR];			/* c[i].slot: 0 is NULL, g is &group[g].slot[i] */
 
 /* One group per upgrader (g = 1, 2), NR slots each. */
+#ifndef LIVE
 byte base[3 * NR];		/* slot->base (kzalloc: 0) */
 bit  ready[3 * NR];		/* slot->ready (kzalloc: 0) */
+#endif
 byte target[3 * NR];		/* the slot's target value, one atomic int */
 
 /* ---- ghost variables (not in the C code; used by the assertions) ------- */
@@ -444,6 +533,21 @@ inline add_remote(i, a)
 {
 	atomic { started[i] = started[i] + a; s = state[i] }	/* acquire load */
 	if
+#if defined(LIVE) && !defined(MUTANT_LIVE_REDIRECT)
+	:: !(s & 1) ->					/* bit 0 clear: lazy */
+		/*
+		 * LIVE: atomic_long_add(2a, &c->state).  The word is summed
+		 * in every mode, so the add lands here even if the switch
+		 * came first (bit 0 set in the old value): no redirect.
+		 */
+		atomic {
+			old = state[i];
+			state[i] = state[i] + 2 * a;
+			assert((state[i] & 1) == (old & 1));	/* adds never touch bit 0 */
+			landed(i, a);
+			old = 0
+		}
+#else
 	:: !(s & 1) ->					/* bit 0 clear: lazy */
 		/* atomic_long_fetch_add_acquire(2a, &c->state) */
 		atomic {
@@ -466,6 +570,7 @@ inline add_remote(i, a)
 		fi;
 #endif
 		old = 0
+#endif /* LIVE */
 	:: else ->
 		target_add(i, a)			/* already upgraded: direct */
 	fi;
@@ -491,10 +596,15 @@ proctype owner()
 		l = lcl[0];
 		sl = slot[0];
 		assert(sl != 0);
+#ifdef LIVE
+		atomic { t = target[S(sl, 0)]; hi = started[0] }
+		v = l + (s >> 1) + t			/* the live word, always */
+#else
 		(ready[S(sl, 0)] == 1);
 		b = base[S(sl, 0)];
 		atomic { t = target[S(sl, 0)]; hi = started[0] }
 		v = l + b + t
+#endif
 	fi;
 	assert(lo <= v && v <= hi)
 #endif
@@ -583,10 +693,26 @@ inline lazy_switch(i)
 #ifdef MUTANT_LOAD_STORE
 	old = state[i];					/* load ... */
 	atomic {
-		state[i] = 1;				/* ... then store: not one RMW */
+		state[i] = SWITCHED(old);		/* ... then store: not one RMW */
 		assert(!(old & 1));
 		assert(slot[0] == g && slot[i] == g);
 		switches[i] = switches[i] + 1
+#ifdef LIVE
+		; old = 0
+#endif
+	}
+#elif defined(LIVE)
+	atomic {					/* atomic_long_fetch_or(UPGRADED, &c->state) */
+		old = state[i];
+#ifdef MUTANT_LIVE_SWITCH_XCHG
+		state[i] = 1;				/* xchg: the remote total is dropped */
+#else
+		state[i] = old | 1;			/* the remote total stays live */
+#endif
+		assert(!(old & 1));			/* WARN_ON_ONCE: 0 -> 1 once */
+		assert(slot[0] == g && slot[i] == g);	/* only the claim winner */
+		switches[i] = switches[i] + 1;
+		old = 0
 	}
 #else
 	atomic {					/* atomic_long_xchg(&c->state, UPGRADED) */
@@ -597,7 +723,9 @@ inline lazy_switch(i)
 		switches[i] = switches[i] + 1
 	}
 #endif
-#ifdef MUTANT_RESET_LOCAL
+#ifdef LIVE
+	/* LIVE: no slot->base, no slot->ready: the switch is the one step */
+#elif defined(MUTANT_RESET_LOCAL)
 	/* the RFC's way: the local count moves into the central count */
 	l = lcl[i];
 	lcl[i] = 0;
@@ -606,8 +734,10 @@ inline lazy_switch(i)
 #else
 	base[S(g, i)] = old >> 1;			/* s->base = decode(old) */
 #endif
+#ifndef LIVE
 	ready[S(g, i)] = 1;				/* smp_store_release(&s->ready, 1) */
 	old = 0
+#endif
 }
 
 proctype upgrader(byte g)
@@ -686,12 +816,14 @@ proctype upgrader(byte g)
 	/* counter 1 is switched before its slot is published */
 	atomic {
 		old = state[1];
-		state[1] = 1;
+		state[1] = SWITCHED(old);
 		assert(!(old & 1));
 		switches[1] = switches[1] + 1
 	}
+#ifndef LIVE
 	base[S(g, 1)] = old >> 1;
 	ready[S(g, 1)] = 1;
+#endif
 	old = 0;
 	slot[1] = g;
 #elif !defined(MUTANT_SWITCH_ONLY_C0)
@@ -720,6 +852,20 @@ proctype reader()
 		l = lcl[RD];				/* READ_ONCE(c->local) */
 		sl = slot[RD];				/* lazy_ready_slot(): READ_ONCE(c->slot) */
 		assert(sl != 0);
+#ifdef LIVE
+		/* no wait: the remote total is in s, loaded above */
+		atomic {				/* s->ops->sum(s) */
+			assert(alive[sl]);
+			t = target[S(sl, RD)];
+			hi = started[RD];
+			snap_end()
+		}
+#ifdef MUTANT_LIVE_READER_NO_WORD
+		v = l + t				/* the word is dead after the switch */
+#else
+		v = l + (s >> 1) + t			/* local + decode(state) + target */
+#endif
+#else
 #ifndef MUTANT_NO_READY_WAIT
 		(ready[S(sl, RD)] == 1);		/* smp_load_acquire(&s->ready) loop */
 #endif
@@ -731,6 +877,7 @@ proctype reader()
 			snap_end()
 		}
 		v = l + b + t
+#endif
 	fi;
 	assert(lo <= v && v <= hi);
 #ifdef CHECK_SNAPSHOT
@@ -759,9 +906,14 @@ inline check_counter(i)
 		assert(slot[i] == 0 && switches[i] == 0);
 		v = lcl[i] + (state[i] >> 1)
 	:: else ->
+#ifdef LIVE
+		assert(slot[i] != 0 && alive[slot[i]] && switches[i] == 1);
+		v = lcl[i] + (state[i] >> 1) + target[S(slot[i], i)]
+#else
 		assert(slot[i] != 0 && alive[slot[i]] && ready[S(slot[i], i)] == 1 &&
 		       switches[i] == 1);
 		v = lcl[i] + base[S(slot[i], i)] + target[S(slot[i], i)]
+#endif
 	fi;
 	assert(v == done[i])			/* nothing lost or doubled */
 }
