@@ -45,13 +45,17 @@
  * the same offset in each unit; here every cid gets a unit of a unit set,
  * every storage object of the mm the same byte range [off, off + size)
  * of each unit, and units are allocated only for the cids that are used.
- * A unit is unit = ALIGN(size, SMP_CACHE_BYTES) bytes of the object that
- * created the set, so two cids never share a cache line (the property
- * per-CPU memory gets from its units), while the objects of one cid, all
- * written by the one thread that holds it, share lines.  A new object
- * takes the first free range of its size, in MMCID_GRAIN (8) byte steps,
- * cache-line aligned from a cache line up, in the first unit set with
- * room (a bitmap per set, under the context's lock), else in a new set.
+ * A unit is ALIGN(size, SMP_CACHE_BYTES) bytes, and a set holds objects
+ * of one unit size only (every object of up to a cache line shares
+ * 64-byte units; a big object never lands in a set of bigger units), so
+ * two cids never share a cache line (the property per-CPU memory gets
+ * from its units), while the objects of one cid, all written by the one
+ * thread that holds it, share lines.  A new object takes the first free
+ * range of its size, in MMCID_GRAIN (8) byte steps, aligned to its size
+ * rounded up to a power of two (at most a cache line, as kmalloc aligns
+ * small objects), in the first unit set of its unit size with room (a
+ * bitmap per set, under the context's lock), else in a new set.  The
+ * set header, with one block pointer per block, is kvzalloc()ed.
  * Four 8-byte counters of an mm thus live in one 64-byte unit per cid:
  * 256 bytes of units for four cids, where per-CPU counters take
  * 4 * 8 * nr_possible bytes.
@@ -516,7 +520,11 @@ static const struct mmu_notifier_ops mmcid_mm_ops = {
 
 /* ---- unit sets ----------------------------------------------------------- */
 
-/* Free a unit set's blocks; nobody may use or publish them any more. */
+/*
+ * Free a unit set's blocks; nobody may use or publish them any more, and
+ * the caller keeps the set itself alive (a member, or the pin of
+ * mmcid_units_unpin()).  No lock held: up to nblk kfree()s, rescheduling.
+ */
 static void mmcid_units_free_blocks(struct mmcid_units *u)
 {
 	unsigned int k;
@@ -529,15 +537,52 @@ static void mmcid_units_free_blocks(struct mmcid_units *u)
 		/* Lockless readers (memory, slots) look at the pointer only. */
 		WRITE_ONCE(u->blk[k], NULL);
 		kfree(slots);
+		cond_resched();
 	}
+}
+
+/* The unit size of objects of @size bytes: a cache line at least. */
+static u32 mmcid_unit_of(size_t size)
+{
+	return ALIGN(size, SMP_CACHE_BYTES);
+}
+
+/*
+ * Alignment of an object's range in its unit, in bytes: its size rounded
+ * up to a power of two, at least MMCID_GRAIN, at most a cache line (as
+ * the slab allocator aligns small kmalloc objects), so a 16-byte object
+ * may hold a u128 and nothing of size <= a cache line straddles one.
+ */
+static u32 mmcid_align_of(size_t size)
+{
+	return clamp_t(u32, roundup_pow_of_two(size), MMCID_GRAIN,
+		       SMP_CACHE_BYTES);
+}
+
+/*
+ * Drop the pin taken to free a set's blocks outside ctx->lock; the last
+ * reference (pin or member) frees the set.
+ */
+static void mmcid_units_unpin(struct mmcid_mm *ctx, struct mmcid_units *u)
+{
+	bool gone;
+
+	spin_lock(&ctx->lock);
+	gone = !--u->members;
+	if (gone)
+		list_del(&u->node);
+	spin_unlock(&ctx->lock);
+	if (gone)
+		kvfree(u);
 }
 
 /*
  * Give @size bytes of every unit to a new object: first fit in the unit
- * sets of @ctx, else in a new set whose unit is @size rounded up to the
- * cache line.  Ranges start at multiples of MMCID_GRAIN bytes, and of the
- * cache line for objects of a cache line or more.  The new member counts
- * as live (its slots are not folded).
+ * sets of @ctx whose unit is the one of @size (mmcid_unit_of(): objects
+ * of up to a cache line share 64-byte units, a bigger object never lands
+ * in a set of bigger units than its own), else in a new set.  Ranges are
+ * aligned as mmcid_align_of() says.  The new member counts as live (its
+ * slots are not folded).
  *
  * Context: Process context, may sleep; @ctx is alive (not dead).
  * Return: 0 with *@up and *@offp set, or -ENOMEM.
@@ -546,15 +591,16 @@ static int mmcid_units_join(struct mmcid_mm *ctx, u32 size,
 			    struct mmcid_units **up, u32 *offp)
 {
 	unsigned int need = DIV_ROUND_UP(size, MMCID_GRAIN);
-	unsigned long align = size >= SMP_CACHE_BYTES ?
-		SMP_CACHE_BYTES / MMCID_GRAIN - 1 : 0;
-	u32 unit = ALIGN(size, SMP_CACHE_BYTES);
+	unsigned long align = mmcid_align_of(size) / MMCID_GRAIN - 1;
+	u32 unit = mmcid_unit_of(size);
 	struct mmcid_units *u, *fresh = NULL;
 	unsigned int nbits, start, nblk;
 
 	for (;;) {
 		spin_lock(&ctx->lock);
 		list_for_each_entry(u, &ctx->units, node) {
+			if (u->unit != unit)
+				continue;
 			nbits = u->unit / MMCID_GRAIN;
 			start = bitmap_find_next_zero_area(u->map, nbits, 0,
 							   need, align);
@@ -571,7 +617,8 @@ static int mmcid_units_join(struct mmcid_mm *ctx, u32 size,
 		spin_unlock(&ctx->lock);
 
 		nblk = mmcid_nblk(unit);
-		fresh = kzalloc(mmcid_units_size(nblk, unit), GFP_KERNEL);
+		/* nblk pointers: up to one per cid for page-sized units */
+		fresh = kvzalloc(mmcid_units_size(nblk, unit), GFP_KERNEL_ACCOUNT);
 		if (!fresh)
 			return -ENOMEM;
 		fresh->unit = unit;
@@ -584,7 +631,7 @@ found:
 	u->members++;
 	u->live++;
 	spin_unlock(&ctx->lock);
-	kfree(fresh);
+	kvfree(fresh);
 	*up = u;
 	*offp = start * MMCID_GRAIN;
 	return 0;
@@ -602,38 +649,49 @@ found:
 static void mmcid_units_leave(struct mmcid_mm *ctx, struct mmcid_units *u,
 			      u32 off, u32 size, bool live)
 {
-	struct mmcid_units *gone = NULL;
+	bool gone, pin = false;
 
 	spin_lock(&ctx->lock);
 	bitmap_clear(u->map, off / MMCID_GRAIN, DIV_ROUND_UP(size, MMCID_GRAIN));
 	if (live)
 		u->live--;
-	if (!--u->members) {
+	gone = !--u->members;
+	if (gone) {
 		list_del(&u->node);
-		gone = u;
-	} else if (ctx->dead && !u->live) {
-		mmcid_units_free_blocks(u);
+	} else if (live && ctx->dead && !u->live) {
+		u->members++;		/* pinned while its blocks are freed */
+		pin = true;
 	}
 	spin_unlock(&ctx->lock);
 	if (gone) {
-		mmcid_units_free_blocks(gone);
-		kfree(gone);
+		mmcid_units_free_blocks(u);
+		kvfree(u);
+	} else if (pin) {
+		mmcid_units_free_blocks(u);
+		mmcid_units_unpin(ctx, u);
 	}
 }
 
 /*
  * Teardown folded and finalised @s's cid slots: it stops counting as live,
- * and if it was the last live member the set's blocks go.
+ * and if it was the last live member the set's blocks go (outside the
+ * lock, the set pinned meanwhile).
  */
 static void mmcid_units_folded(struct mmcid_pcpu *s)
 {
 	struct mmcid_units *u = s->units;
+	bool pin;
 
 	spin_lock(&s->ctx->lock);
 	s->folded = true;
-	if (!--u->live && s->ctx->dead)
-		mmcid_units_free_blocks(u);
+	pin = !--u->live && s->ctx->dead;
+	if (pin)
+		u->members++;
 	spin_unlock(&s->ctx->lock);
+	if (pin) {
+		mmcid_units_free_blocks(u);
+		mmcid_units_unpin(s->ctx, u);
+	}
 }
 
 /* ---- storage object -------------------------------------------------------- */
@@ -769,7 +827,11 @@ static void mmcid_free(struct mmcid_pcpu *s)
  * in one of @mm's unit sets (a new set if none has room; units come in
  * blocks as cids are used, shared by every object of the set).  The
  * storage stays usable after @mm is torn down (all accesses then go to
- * the remote slot) until mmcid_pcpu_destroy().
+ * the remote slot) until mmcid_pcpu_destroy().  The header and a new
+ * unit set are charged to the caller's memory cgroup
+ * (GFP_KERNEL_ACCOUNT); a block is allocated with the @gfp of the access
+ * that first needs it (add __GFP_ACCOUNT there to charge blocks too; a
+ * block is shared by the set's objects and charged once).
  *
  * Context: Process context, may sleep (takes @mm's mmap_lock for writing).
  * Return: the storage, or an ERR_PTR(): -EINVAL for a bad @size or no @mm;
@@ -810,7 +872,7 @@ struct mmcid_pcpu *__mmcid_pcpu_create(struct mm_struct *mm, size_t size,
 	ret = mmcid_units_join(ctx, size, &u, &off);
 	if (ret)
 		goto put_ctx;
-	s = kvzalloc(mmcid_hdr_size(u->nblk) + size, GFP_KERNEL);
+	s = kvzalloc(mmcid_hdr_size(u->nblk) + size, GFP_KERNEL_ACCOUNT);
 	if (!s) {
 		ret = -ENOMEM;
 		goto leave;
@@ -1060,8 +1122,18 @@ again:
 	if (likely(slots)) {
 		bit = c - mmcid_blk_first(&s->geo, k);
 		slot = slots + bit * s->stride + s->off;
-		if (unlikely(!test_bit_acquire(bit, &s->ready[k])))
+		if (unlikely(!test_bit_acquire(bit, &s->ready[k]))) {
+			/*
+			 * A folded object never initialises a cid slot
+			 * again: the blocks it sees belong to live members
+			 * and go when they are folded.
+			 */
+			if (unlikely(READ_ONCE(s->dead))) {
+				preempt_enable();
+				goto remote;
+			}
 			mmcid_init_slot(s, slot, &s->ready[k], bit);
+		}
 		ref->cpu = smp_processor_id();
 		ref->cid = c;
 		ref->slot = slot;
@@ -1278,9 +1350,11 @@ EXPORT_SYMBOL_GPL(mmcid_pcpu_memory);
  * @unit_bytes: if not NULL, set to the bytes of the allocated unit blocks
  *	(the cid slots of every object of the mm, with the units' padding)
  *
- * Every allocation the mm's storage made, by kmalloc bucket: the per-mm
- * context, every unit set's header and allocated blocks, and the header
- * of every object not yet torn down.
+ * Every allocation the mm's storage made, by kmalloc bucket (pages for
+ * a vmalloc()ed header): the per-mm context, every unit set's header and
+ * allocated blocks, and the header of every object not yet torn down
+ * (teardown takes objects off the mm's list; their headers stay until
+ * mmcid_pcpu_destroy(), see mmcid_pcpu_memory()).
  *
  * Context: Process context (takes the context's spinlock_t).
  * Return: the byte count.
@@ -1295,7 +1369,10 @@ size_t mmcid_pcpu_mm_memory(struct mmcid_pcpu *s, size_t *unit_bytes)
 
 	spin_lock(&ctx->lock);
 	list_for_each_entry(u, &ctx->units, node) {
-		bytes += kmalloc_size_roundup(mmcid_units_size(u->nblk, u->unit));
+		size_t sz = mmcid_units_size(u->nblk, u->unit);
+
+		bytes += is_vmalloc_addr(u) ? PAGE_ALIGN(sz) :
+			 kmalloc_size_roundup(sz);
 		for (k = 0; k < u->nblk; k++)
 			if (READ_ONCE(u->blk[k]))
 				blocks += kmalloc_size_roundup(mmcid_blk_len(&u->geo, k) *
@@ -1728,9 +1805,11 @@ size_t mmcid_pcpu_ctx_size(void)
  * @unit_bytes: set to the bytes of the unit blocks
  *
  * The same layout rules as the allocation code (a unit of @size rounded
- * up to the cache line, first fit in MMCID_GRAIN-byte steps, doubling
- * blocks, kmalloc buckets), evaluated for another machine's nr_cpu_ids;
- * for @ncids == nr_cpu_ids the bench checks it against the measurement.
+ * up to the cache line, aligned first fit in MMCID_GRAIN-byte steps,
+ * doubling blocks, kmalloc buckets; a unit set header assumed to come
+ * from kmalloc, as it does below a page), evaluated for another
+ * machine's nr_cpu_ids; for @ncids == nr_cpu_ids the bench and KUnit
+ * check it against the measurement.
  * Not exported.
  *
  * Context: Any context.
@@ -1739,15 +1818,14 @@ size_t mmcid_pcpu_ctx_size(void)
 size_t mmcid_pcpu_model_bytes(unsigned int ncids, unsigned int nobj,
 			      size_t size, unsigned int cids, size_t *unit_bytes)
 {
-	u32 unit = ALIGN(size, SMP_CACHE_BYTES);
-	unsigned int per = unit / ALIGN(size, MMCID_GRAIN);
+	u32 unit = mmcid_unit_of(size);
+	unsigned int per = unit / ALIGN(ALIGN(size, MMCID_GRAIN),
+					mmcid_align_of(size));
 	unsigned int nsets = DIV_ROUND_UP(nobj, per);
 	unsigned int nblk, k, last;
 	struct mmcid_geo g;
 	size_t blocks = 0;
 
-	if (size >= SMP_CACHE_BYTES)	/* cache-line aligned ranges */
-		per = 1, nsets = nobj;
 	mmcid_geo_init(&g, unit);
 	nblk = mmcid_blk_of(&g, ncids - 1) + 1;
 	last = cids ? mmcid_blk_of(&g, min(cids, ncids) - 1) : 0;

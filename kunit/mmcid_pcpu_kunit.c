@@ -1093,6 +1093,88 @@ static void mmcid_shared_units(struct kunit *test)
 	mmput(mm);
 }
 
+struct kt_dead_get {
+	struct mmcid_pcpu *folded;	/* torn down before the fini runs */
+	int cid;			/* what its get returned from the fini */
+	int calls;
+};
+
+static void kt_dead_get_fini(void *slot, void *arg)
+{
+	struct kt_dead_get *d = arg;
+	struct mmcid_pcpu_ref ref;
+
+	if (d->calls++)
+		return;
+	__mmcid_pcpu_get(d->folded, &ref, GFP_KERNEL, MMCID_SRC_FIXED,
+			 min(1U, nr_cpu_ids - 1));
+	d->cid = ref.cid;
+	mmcid_pcpu_put(d->folded, &ref);
+}
+
+static const struct mmcid_pcpu_ops kt_dead_get_ops = {
+	.fini = kt_dead_get_fini,
+};
+
+/*
+ * Shared units, review mends.  (1) An object already folded by the
+ * teardown gets the remote slot, never a cid slot, even while another
+ * member keeps the blocks alive: live is asked from a fini callback of
+ * the member folded second (release folds the newest object first), and
+ * a cid slot handed out there would sit in a block freed right after.
+ * (2) A small object never joins a set of bigger units: after the big
+ * object left, four cids of an 8-byte object cost four cache lines, not
+ * four pages.  (3) A 16-byte object after an 8-byte one is 16-byte
+ * aligned.
+ */
+static void mmcid_shared_mends(struct kunit *test)
+{
+	struct mm_struct *mm = kt_mm(test);
+	struct kt_dead_get d = { .cid = -2 };
+	struct mmcid_pcpu *live, *small, *big, *a8, *a16;
+	unsigned int t = min(4U, nr_cpu_ids);
+	struct mmcid_pcpu_ref ref;
+	size_t ub;
+	void *p;
+	int cid;
+
+	live = mmcid_pcpu_create(mm, sizeof(u64), &kt_dead_get_ops, &d);
+	d.folded = mmcid_pcpu_create(mm, sizeof(u64), NULL, NULL);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(live) || IS_ERR(d.folded));
+	kt_get(live, &ref, 0);
+	mmcid_pcpu_put(live, &ref);
+	kt_get(d.folded, &ref, 0);
+	mmcid_pcpu_put(d.folded, &ref);
+
+	big = mmcid_pcpu_create(mm, PAGE_SIZE - SMP_CACHE_BYTES, NULL, NULL);
+	small = mmcid_pcpu_create(mm, sizeof(u64), NULL, NULL);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(big) || IS_ERR(small));
+	mmcid_pcpu_destroy(big);
+	for (cid = 0; cid < t; cid++) {
+		kt_get(small, &ref, cid);
+		mmcid_pcpu_put(small, &ref);
+	}
+	mmcid_pcpu_mm_memory(small, &ub);
+	KUNIT_EXPECT_EQ(test, ub, kmalloc_size_roundup(t * SMP_CACHE_BYTES));
+
+	a8 = mmcid_pcpu_create(mm, 8, NULL, NULL);
+	a16 = mmcid_pcpu_create(mm, 16, NULL, NULL);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(a8) || IS_ERR(a16));
+	p = __mmcid_pcpu_get(a16, &ref, GFP_KERNEL, MMCID_SRC_FIXED, 0);
+	KUNIT_EXPECT_TRUE(test, IS_ALIGNED((unsigned long)p, 16));
+	mmcid_pcpu_put(a16, &ref);
+	mmcid_pcpu_destroy(a16);
+	mmcid_pcpu_destroy(a8);
+	mmcid_pcpu_destroy(small);
+
+	mmput(mm);	/* folds d.folded first, then live (its fini asks) */
+	KUNIT_EXPECT_EQ(test, d.calls, 1);
+	KUNIT_EXPECT_EQ(test, d.cid, MMCID_PCPU_REMOTE);
+	KUNIT_EXPECT_EQ(test, mmcid_pcpu_max_cid(d.folded), -1);
+	mmcid_pcpu_destroy(d.folded);
+	mmcid_pcpu_destroy(live);
+}
+
 struct kt_race {
 	struct mmcid_pcpu *victim;
 	struct completion go;
@@ -1242,6 +1324,7 @@ static struct kunit_case mmcid_cases[] = {
 	KUNIT_CASE(mmcid_teardown_reader),
 	KUNIT_CASE(mmcid_shared_units),
 	KUNIT_CASE(mmcid_shared_teardown_race),
+	KUNIT_CASE(mmcid_shared_mends),
 	KUNIT_CASE(mmcid_geometry),
 	{}
 };
