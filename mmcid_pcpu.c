@@ -1606,6 +1606,50 @@ struct mmcid_pcpu *mmcid_counter_storage(struct mmcid_counter *c)
 EXPORT_SYMBOL_GPL(mmcid_counter_storage);
 
 /*
+ * The add's slow path (first use of the slot, a missing block, or the
+ * remote slot), out of line so that the fast path keeps no
+ * struct mmcid_pcpu_ref on its stack (zeroed on entry by kernels with
+ * CONFIG_INIT_STACK_ALL_ZERO, Debian's among them).  Always inlined into
+ * two instances, so that each has its index source as a constant.
+ */
+static __always_inline int mmcid_counter_add_slow(struct mmcid_counter *c,
+						  s64 delta, gfp_t gfp,
+						  enum mmcid_src src, int cid,
+						  unsigned int *cpu,
+						  unsigned int subclass)
+{
+	struct mmcid_pcpu *s = ctr_store(c);
+	struct mmcid_pcpu_ref ref;
+	local64_t *v;
+
+	if (src == MMCID_SRC_TASK)
+		v = mmcid_get_task(s, &ref, gfp, subclass);
+	else
+		v = mmcid_get_chosen(s, &ref, gfp, src, cid);
+	local64_add(delta, v);
+	mmcid_pcpu_put(s, &ref);
+	if (cpu)
+		*cpu = ref.cpu;
+	return ref.cid;
+}
+
+static noinline int mmcid_counter_slow_task(struct mmcid_counter *c,
+					    s64 delta, gfp_t gfp,
+					    unsigned int *cpu,
+					    unsigned int subclass)
+{
+	return mmcid_counter_add_slow(c, delta, gfp, MMCID_SRC_TASK, 0, cpu,
+				      subclass);
+}
+
+static noinline __maybe_unused int
+mmcid_counter_slow_chosen(struct mmcid_counter *c, s64 delta, gfp_t gfp,
+			  enum mmcid_src src, int cid, unsigned int *cpu)
+{
+	return mmcid_counter_add_slow(c, delta, gfp, src, cid, cpu, 0);
+}
+
+/*
  * The add, always inlined so that the index source is a constant in each
  * instance: MMCID_SRC_TASK in the exported ones, where the fast path is
  * then the caller's mm_cid, the block and ready-bit tests and the
@@ -1617,32 +1661,23 @@ static __always_inline int mmcid_counter_add_sub(struct mmcid_counter *c,
 						 unsigned int *cpu,
 						 unsigned int subclass)
 {
-	struct mmcid_pcpu *s = ctr_store(c);
-	struct mmcid_pcpu_ref ref;
 	local64_t *v;
+	int used;
 
 	might_sleep_if(gfpflags_allow_blocking(gfp));
 	preempt_disable();
-	v = mmcid_fast_slot(s, src, cid, &ref.cid);
+	v = mmcid_fast_slot(ctr_store(c), src, cid, &used);
 	if (likely(v)) {
 		local64_add(delta, v);
 		if (cpu)
 			*cpu = smp_processor_id();
 		preempt_enable();
-		return ref.cid;
+		return used;
 	}
 	preempt_enable();
-
-	/* First use of the slot, a missing block, or the remote slot. */
 	if (src == MMCID_SRC_TASK)
-		v = mmcid_get_task(s, &ref, gfp, subclass);
-	else
-		v = mmcid_get_chosen(s, &ref, gfp, src, cid);
-	local64_add(delta, v);
-	mmcid_pcpu_put(s, &ref);
-	if (cpu)
-		*cpu = ref.cpu;
-	return ref.cid;
+		return mmcid_counter_slow_task(c, delta, gfp, cpu, subclass);
+	return mmcid_counter_slow_chosen(c, delta, gfp, src, cid, cpu);
 }
 
 /**

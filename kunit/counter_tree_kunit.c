@@ -258,7 +258,8 @@ static void pn_ct_carry_exhaustive_8bit(struct kunit *test)
 
 				checked++;
 				if (!ok && !bad++)
-					KUNIT_FAIL(test, "order %u orig %u inc %d: carry %lu, floor division says %d",
+					KUNIT_FAIL(test,
+						   "order %u orig %u inc %d: carry %lu, floor division says %d",
 						   order, orig, inc, c, ref);
 			}
 		}

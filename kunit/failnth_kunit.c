@@ -451,9 +451,9 @@ static void fn_classes_reset(struct fn_classes *cls, bool shrink)
  * @r: the run
  * @cls: the set
  *
- * in_use counts what callers hold (derived from the chunk accounting, see struct pn_cache_stats); reserve
- * refills and magazine top-ups do not change it, so it must be exactly
- * what it was before the run.
+ * in_use counts what callers hold (derived from the chunk accounting,
+ * see struct pn_cache_stats); reserve refills and magazine top-ups do not
+ * change it, so it must be exactly what it was before the run.
  *
  * Context: Process context, outside the window; may sleep.
  */

@@ -53,9 +53,12 @@ static int client_ctor(void __percpu *obj, void *priv, gfp_t gfp)
 {
 	u64 __percpu *word = obj;
 	unsigned int cpu;
+	u64 *p;
 
-	for_each_possible_cpu(cpu)
-		*per_cpu_ptr(word, cpu) = CLIENT_MAGIC;
+	for_each_possible_cpu(cpu) {
+		p = per_cpu_ptr(word, cpu);
+		*p = CLIENT_MAGIC;
+	}
 	return 0;
 }
 

@@ -10,6 +10,8 @@
 # statistics (CONFIG_PCPU_NEXT_STATS); and the layout rule holds: no
 # library file includes a harness header, no library object refers to a
 # symbol the harness defines, the public headers hold no test hooks.
+# Then the kernel's style tools: checkpatch --strict, kernel-doc -Wall,
+# sparse.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -80,6 +82,40 @@ if [ -z "$bad" ]; then
 	tap ok "layout: include/pcpu_next/ holds no KUnit-only or test hook"
 else
 	tap not-ok "layout: test hooks in public headers: $(tr '\n' ' ' <<<"$bad")"
+fi
+
+# The kernel's own style tools, from the kernel source this lane's test
+# kernels are built from: checkpatch --strict on every kernel C file and
+# header (library, KUnit, harness, sample; the trace-event header keeps
+# the TRACE_EVENT() macro layout every kernel trace header has, which
+# --strict flags, and is checked without --strict), kernel-doc -Wall on
+# the library and its headers, sparse (make C=2) on the whole module.
+src=$(ksrc)
+kfiles=$(cd "$REPO" && git ls-files '*.c' '*.h' | grep -vE '^(selftests|scripts)/|trace_pcpu_alloc\.h$')
+cp_out=$(cd "$REPO" && "$src/scripts/checkpatch.pl" --strict --no-tree --terse -f $kfiles 2>&1 | grep -v '^total:')
+cp_out2=$(cd "$REPO" && "$src/scripts/checkpatch.pl" --no-tree --terse -f internal/trace_pcpu_alloc.h 2>&1 | grep -v '^total:')
+if [ -z "$cp_out$cp_out2" ]; then
+	tap ok "checkpatch --strict: 0 errors, warnings, checks ($(echo $kfiles | wc -w) files)"
+else
+	tap not-ok "checkpatch: $(echo "$cp_out$cp_out2" | head -5 | tr '\n' ' ')"
+fi
+kd_out=$(cd "$REPO" && "$src/scripts/kernel-doc" -none -Wall core.c pcpu_alloc.c counter_tree.c lazy_counter.c mmcid_pcpu.c include/pcpu_next/*.h internal/*.h 2>&1)
+if [ -z "$kd_out" ]; then
+	tap ok "kernel-doc -Wall: library and headers clean"
+else
+	tap not-ok "kernel-doc: $(echo "$kd_out" | head -5 | tr '\n' ' ')"
+fi
+mkdir -p "$work/sparse/src"
+rsync -a --exclude .git --exclude .out --exclude selftests/out "$REPO"/ "$work/sparse/src"/
+make -C "$kdir" M="$work/sparse/src" CONFIG_PCPU_NEXT=m C=2 \
+	CONFIG_PCPU_NEXT_TORTURE=y CONFIG_PCPU_NEXT_STATS=y modules >"$work/sparse.log" 2>&1
+rc=$?
+sp=$(grep -E 'warning:|error:' "$work/sparse.log")
+checked=$(grep -c '^  CHECK' "$work/sparse.log")
+if [ "$rc" -eq 0 ] && [ -z "$sp" ] && [ "$checked" -gt 0 ]; then
+	tap ok "sparse (make C=2): $checked files checked, no warning"
+else
+	tap not-ok "sparse: rc=$rc, $checked checked: $(echo "$sp" | head -3 | tr '\n' ' ')"
 fi
 
 old=$(ls -d /usr/src/linux-headers-6.1.*-amd64 2>/dev/null | sort -V | tail -n 1)

@@ -204,7 +204,8 @@ static int pn_tree_stress(struct pn_run *run)
 	}
 	for (w = 0; w < s.nr_adders; w++)
 		ops += s.ops[w];
-	pn_printf(run, "trees=%u batch=%lu rounds=%u adds=%llu max_below=%lu under=%lu max_above=%lu over=%lu live_max_dev=%lu samples=%lu ",
+	pn_printf(run,
+		  "trees=%u batch=%lu rounds=%u adds=%llu max_below=%lu under=%lu max_above=%lu over=%lu live_max_dev=%lu samples=%lu ",
 		  s.nr_trees, s.batch, round, ops, below, s.trees[0].under,
 		  above, s.trees[0].over, s.live_dev, s.samples);
 	pn_ctree_destroy_many(s.trees, s.nr_trees);
@@ -321,10 +322,12 @@ static void pn_tree_bench_shape(struct pn_run *run, const char *what,
 
 	pn_ctree_topo_compute(order_base_2(nr), &t);
 	pn_ctree_accuracy(&t, ilog2(batch), nr, &under, &over);
-	pn_printf(run, "# %s: %u CPUs, levels=%u items=%u: tree batch=%lu under=%lu over=%lu max|err|=%lu; percpu_counter batch=%lu worst |read err| batch*CPUs=%lu\n",
+	pn_printf(run,
+		  "# %s: %u CPUs, levels=%u items=%u: tree batch=%lu under=%lu over=%lu max|err|=%lu; percpu_counter batch=%lu worst |read err| batch*CPUs=%lu\n",
 		  what, nr, t.nr_levels, t.nr_items, batch, under, over,
 		  max(under, over), pc_batch, pc_batch * nr);
-	pn_printf(run, "# %s: bytes/counter tree=%zu (level0 %zu + items %zu) percpu_counter=%zu (per-CPU s32 %zu + struct %zu)\n",
+	pn_printf(run,
+		  "# %s: bytes/counter tree=%zu (level0 %zu + items %zu) percpu_counter=%zu (per-CPU s32 %zu + struct %zu)\n",
 		  what, nr * sizeof(unsigned long) +
 		  t.nr_items * sizeof(struct pn_ctree_item),
 		  nr * sizeof(unsigned long),
@@ -393,7 +396,8 @@ static int pn_tree_bench(struct pn_run *run)
 		pn_tree_bench_shape(run, "64 possible", 64, batch,
 				    max(32UL, 2UL * 64));
 		/* Every add of a phase is accounted: the sums must say so. */
-		pn_printf(run, "# exact after adds: tree precise=%ld adds=%llu, percpu_counter sum=%lld adds=%llu\n",
+		pn_printf(run,
+			  "# exact after adds: tree precise=%ld adds=%llu, percpu_counter sum=%lld adds=%llu\n",
 			  pn_ctree_precise_sum(&b->tree), ops[PN_TB_TREE_ADD],
 			  percpu_counter_sum(&b->pc), ops[PN_TB_PC_ADD]);
 		if (pn_ctree_precise_sum(&b->tree) != (long)ops[PN_TB_TREE_ADD])

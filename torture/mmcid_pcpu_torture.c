@@ -753,7 +753,8 @@ static int pn_mmcid_footprint(struct pn_run *run, struct mm_struct *mm,
 			return ret;
 		pn_fp_ratio(r_units, sizeof(r_units), units, pcpu);
 		pn_fp_ratio(r_all, sizeof(r_all), all, pcpu);
-		pn_printf(run, "# footprint objects=%u payload=%u threads=%u possible=%u units=%zu all=%zu percpu=%zu ratio_units=%s ratio_all=%s\n",
+		pn_printf(run,
+			  "# footprint objects=%u payload=%u threads=%u possible=%u units=%zu all=%zu percpu=%zu ratio_units=%s ratio_all=%s\n",
 			  nobj, payload, t, possible, units, all, pcpu,
 			  r_units, r_all);
 		if (all != m_all || units != m_units)
@@ -769,7 +770,8 @@ static int pn_mmcid_footprint(struct pn_run *run, struct mm_struct *mm,
 
 		pn_fp_ratio(r_units, sizeof(r_units), units, pcpu);
 		pn_fp_ratio(r_all, sizeof(r_all), all, pcpu);
-		pn_printf(run, "# footprint objects=%u payload=%u threads=%u possible=256 (computed) units=%zu all=%zu percpu=%zu ratio_units=%s ratio_all=%s\n",
+		pn_printf(run,
+			  "# footprint objects=%u payload=%u threads=%u possible=256 (computed) units=%zu all=%zu percpu=%zu ratio_units=%s ratio_all=%s\n",
 			  nobj, payload, t, units, all, pcpu, r_units, r_all);
 	}
 	return 0;
@@ -818,7 +820,8 @@ static int pn_mmcid_bench(struct pn_run *run)
 		     "percpu_counter_add", cops, cns);
 	pn_bench_row(run, "mmcid_counter_add (remote)", rops, rns,
 		     "percpu_counter_add", cops, cns);
-	pn_printf(run, "# cid slot = CPU number from kthreads (same fast path as a user thread's mm_cid); remote = kthread, locked slot\n");
+	pn_printf(run,
+		  "# cid slot = CPU number from kthreads (same fast path as a user thread's mm_cid); remote = kthread, locked slot\n");
 	if (mmcid_counter_sum(a.ctr) != lops + rops)
 		pn_fail(run, "bench_sum_inexact");
 
@@ -826,7 +829,8 @@ static int pn_mmcid_bench(struct pn_run *run)
 	a.ctr = NULL;
 	pn_printf(run, "# per-mm context (shared by all objects of an mm): %zu bytes\n",
 		  mmcid_pcpu_ctx_size());
-	pn_printf(run, "# footprint: units = the cid slots (unit blocks), all = every byte of metadata too; percpu = the same objects as per-CPU memory\n");
+	pn_printf(run,
+		  "# footprint: units = the cid slots (unit blocks), all = every byte of metadata too; percpu = the same objects as per-CPU memory\n");
 	ret = pn_mmcid_footprint(run, a.mm, 4, sizeof(u64));
 	if (!ret)	/* the same four counters as one array object (rss_stat) */
 		ret = pn_mmcid_footprint(run, a.mm, 1, 4 * sizeof(u64));

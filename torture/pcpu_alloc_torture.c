@@ -349,7 +349,8 @@ static int pn_alloc_stress(struct pn_run *run)
 	rfails1 += cs.reserve_fails;
 	leaked = pn_cache_destroy(st->ctor_cache);	/* runs the destructors */
 
-	pn_printf(run, "allocs=%ld frees=%ld nomem=%ld nowait_fail=%ld reclaims=%ld corrupt=%ld unzeroed=%ld unconstructed=%ld leaked=%llu ",
+	pn_printf(run,
+		  "allocs=%ld frees=%ld nomem=%ld nowait_fail=%ld reclaims=%ld corrupt=%ld unzeroed=%ld unconstructed=%ld leaked=%llu ",
 		  atomic_long_read(&st->allocs), atomic_long_read(&st->frees),
 		  atomic_long_read(&st->nomem), atomic_long_read(&st->nowait_fail),
 		  atomic_long_read(&st->reclaims), atomic_long_read(&st->corrupt),
@@ -529,7 +530,8 @@ static void pn_bench_memory(struct pn_run *run, size_t size, unsigned int nr)
 	kernel = (u64)ALIGN(size, 4) * num_possible_cpus() +
 		 DIV_ROUND_UP(ALIGN(size, 4) / 4, 8);
 	if (got)
-		pn_printf(run, "# memory size=%zu objects=%u possible_cpus=%u: ours %llu bytes/object (%llu chunks), kernel ~%llu bytes/object, ratio %llu%%\n",
+		pn_printf(run,
+			  "# memory size=%zu objects=%u possible_cpus=%u: ours %llu bytes/object (%llu chunks), kernel ~%llu bytes/object, ratio %llu%%\n",
 			  size, got, num_possible_cpus(), div_u64(st.mem_bytes, got),
 			  st.chunks, kernel,
 			  div64_u64(div_u64(st.mem_bytes, got) * 100, kernel));
@@ -604,7 +606,8 @@ static int pn_alloc_bench(struct pn_run *run)
 		b->cache = NULL;
 		goto out;
 	}
-	pn_printf(run, "# size=%zu batch=%u (batch allocations, then batch frees; one op = alloc + free)\n",
+	pn_printf(run,
+		  "# size=%zu batch=%u (batch allocations, then batch frees; one op = alloc + free)\n",
 		  b->size, b->batch);
 
 	ret = pn_bench_phase(run, b, PN_B_SIZED, 1, &o1, &o1ns);
@@ -635,7 +638,8 @@ static int pn_alloc_bench(struct pn_run *run)
 		ret = pn_bench_phase(run, b, PN_B_FLOOR, threads, &fn, &fnns);
 	if (ret)
 		goto out;
-	pn_printf(run, "# floor: zeroing %zu bytes on each of %u possible CPUs per op; ratio = allocator / floor (1.00: only the zeroing)\n",
+	pn_printf(run,
+		  "# floor: zeroing %zu bytes on each of %u possible CPUs per op; ratio = allocator / floor (1.00: only the zeroing)\n",
 		  b->size, num_possible_cpus());
 	pn_bench_row(run, "pn_alloc_percpu 1 thread", o1s, o1sns,
 		     "zeroing floor 1 thread", f1, f1ns);
@@ -673,7 +677,8 @@ out:
 
 const struct pn_test pn_alloc_test = {
 	.name = "alloc",
-	.desc = "pcpu_alloc: random sizes stamped on every CPU, cross-CPU frees; bench vs __alloc_percpu",
+	.desc = "pcpu_alloc: random sizes stamped on every CPU, cross-CPU frees; "
+		"bench vs __alloc_percpu",
 	.def_duration_ms = 1000,
 	.stress = pn_alloc_stress,
 	.bench = pn_alloc_bench,
