@@ -207,9 +207,15 @@
  *
  * Targets.  An upgrade target is a struct lazy_target_ops: setup/teardown
  * of a group's storage and add/read/sum/slack of one slot, chosen per
- * array at upgrade time.  Both targets are called directly on the add
- * path (no indirect call, which retpolines and IBT make dear); reads,
- * sums and setup go through the table.  The tree target
+ * array at upgrade time.  The add path makes no indirect call (which
+ * retpolines and IBT make dear) and, in the common case, no call into
+ * this file at all: the public header's inline add reads the slot's head
+ * (struct lazy_slot_head: the flat target's per-CPU delta or the tree)
+ * and does the flat target's CPU-local compare-and-exchange itself, or
+ * calls pn_ctree_add(), as percpu_counter_add() inlines its fast path;
+ * only a fold into the central count comes here
+ * (__lazy_counter_add_upgraded()).  Reads, sums and setup go through the
+ * table.  The tree target
  * (LAZY_COUNTER_TREE) puts each counter of the array on a hierarchical
  * counter tree (counter_tree.c): all trees' level-0 counters in one
  * per-CPU allocation, trees and items in one kmalloc(); its precise sum
@@ -318,27 +324,27 @@ struct lazy_target_ops {
 
 /**
  * struct lazy_slot - one upgraded counter's place in its target
+ * @head: what the inline add of include/pcpu_next/lazy_counter.h reads
+ *	  (struct lazy_slot_head, first member): the flat target's s32 per
+ *	  CPU inside the group's allocation, or the tree target's counter
+ *	  tree inside the group's tree array (@group->priv); the other NULL
  * @ops: the target
  * @group: the group the slot belongs to
  * @flat: LAZY_COUNTER_FLAT state
  * @flat.lock: protects @flat.count and the folding of per-CPU deltas
  * @flat.count: folded deltas
- * @flat.pcpu: this slot's s32 per CPU, inside the group's allocation
- * @tree: LAZY_COUNTER_TREE: this slot's counter tree, inside the group's
- *	  tree array (@group->priv)
  */
 struct lazy_slot {
+	struct lazy_slot_head head;
 	const struct lazy_target_ops *ops;
 	struct lazy_group *group;
-	union {
-		struct {
-			raw_spinlock_t lock;
-			s64 count;
-			s32 __percpu *pcpu;
-		} flat;
-		struct pn_ctree *tree;
-	};
+	struct {
+		raw_spinlock_t lock;
+		s64 count;
+	} flat;
 };
+
+static_assert(offsetof(struct lazy_slot, head) == 0);
 
 /**
  * struct lazy_group - the target storage of one upgraded array
@@ -486,9 +492,11 @@ static void lazy_misuse(const char *what)
 /*
  * The largest batch the kernel ever computes (compute_batch_value() in
  * lib/percpu_counter.c: max(32, 2 * online CPUs)), for nr_cpu_ids CPUs
- * online; set at module init.  An add never uses a larger one.
+ * online; set at module init.  An add never uses a larger one.  Exported
+ * for the inline add of the public header.
  */
-static s32 lazy_flat_batch_max __read_mostly = 32;
+s32 lazy_counter_flat_batch_max __read_mostly = 32;
+EXPORT_SYMBOL_GPL(lazy_counter_flat_batch_max);
 
 /**
  * lazy_counter_batch() - the flat target's folding threshold
@@ -505,16 +513,16 @@ static s32 lazy_flat_batch_max __read_mostly = 32;
  */
 long lazy_counter_batch(void)
 {
-	return min_t(s32, READ_ONCE(percpu_counter_batch), lazy_flat_batch_max);
+	return min_t(s32, READ_ONCE(percpu_counter_batch), lazy_counter_flat_batch_max);
 }
 
 static __always_inline void lazy_flat_add(struct lazy_slot *s, s64 amount)
 {
 	s32 batch = min_t(s32, READ_ONCE(percpu_counter_batch),
-			  lazy_flat_batch_max);
+			  lazy_counter_flat_batch_max);
 	unsigned long flags;
 #ifdef CONFIG_HAVE_CMPXCHG_LOCAL
-	s32 old = this_cpu_read(*s->flat.pcpu);
+	s32 old = this_cpu_read(*s->head.flat_pcpu);
 	s64 new;
 
 	/*
@@ -527,25 +535,25 @@ static __always_inline void lazy_flat_add(struct lazy_slot *s, s64 amount)
 		new = (s64)old + amount;
 		if (unlikely(abs(new) >= batch)) {
 			raw_spin_lock_irqsave(&s->flat.lock, flags);
-			old = __this_cpu_read(*s->flat.pcpu);
+			old = __this_cpu_read(*s->head.flat_pcpu);
 			s->flat.count += (s64)old + amount;
-			__this_cpu_sub(*s->flat.pcpu, old);
+			__this_cpu_sub(*s->head.flat_pcpu, old);
 			raw_spin_unlock_irqrestore(&s->flat.lock, flags);
 			return;
 		}
-	} while (!this_cpu_try_cmpxchg(*s->flat.pcpu, &old, (s32)new));
+	} while (!this_cpu_try_cmpxchg(*s->head.flat_pcpu, &old, (s32)new));
 #else
 	s64 new;
 
 	local_irq_save(flags);
-	new = (s64)__this_cpu_read(*s->flat.pcpu) + amount;
+	new = (s64)__this_cpu_read(*s->head.flat_pcpu) + amount;
 	if (abs(new) >= batch) {
 		raw_spin_lock(&s->flat.lock);
 		s->flat.count += new;
-		__this_cpu_write(*s->flat.pcpu, 0);
+		__this_cpu_write(*s->head.flat_pcpu, 0);
 		raw_spin_unlock(&s->flat.lock);
 	} else {
-		__this_cpu_write(*s->flat.pcpu, (s32)new);
+		__this_cpu_write(*s->head.flat_pcpu, (s32)new);
 	}
 	local_irq_restore(flags);
 #endif
@@ -566,7 +574,7 @@ static s64 lazy_flat_sum(struct lazy_slot *s)
 	ret = s->flat.count;
 	/* offline CPUs keep their delta (I5); never-seen ones hold 0 */
 	for_each_cpu(cpu, pn_cpus_seen)
-		ret += *per_cpu_ptr(s->flat.pcpu, cpu);
+		ret += *per_cpu_ptr(s->head.flat_pcpu, cpu);
 	raw_spin_unlock_irqrestore(&s->flat.lock, flags);
 	return ret;
 }
@@ -586,7 +594,8 @@ static int lazy_flat_setup(struct lazy_group *g, gfp_t gfp)
 
 		raw_spin_lock_init(&s->flat.lock);
 		s->flat.count = 0;
-		s->flat.pcpu = pcpu + i;
+		s->head.flat_pcpu = pcpu + i;
+		s->head.tree = NULL;
 	}
 	return 0;
 }
@@ -602,7 +611,7 @@ static u64 lazy_flat_slack(struct lazy_slot *s)
 	 * Every CPU that ever ran may hold |delta| < the batch of its last
 	 * add, which the kernel may since have lowered (hotplug): use the cap.
 	 */
-	return (u64)lazy_flat_batch_max * nr_cpu_ids;
+	return (u64)lazy_counter_flat_batch_max * nr_cpu_ids;
 }
 
 static const struct lazy_target_ops lazy_flat_ops = {
@@ -654,7 +663,7 @@ static int lazy_tree_setup(struct lazy_group *g, gfp_t gfp)
 	atomic_long_inc(&lazy_stat_pcpu_allocs);
 	g->priv = trees;
 	for (i = 0; i < g->nr; i++)
-		g->slot[i].tree = &trees[i];
+		g->slot[i].head.tree = &trees[i];
 	return 0;
 }
 
@@ -666,24 +675,24 @@ static void lazy_tree_teardown(struct lazy_group *g)
 
 static void lazy_tree_add(struct lazy_slot *s, s64 amount)
 {
-	pn_ctree_add(s->tree, amount);
+	pn_ctree_add(s->head.tree, amount);
 }
 
 static s64 lazy_tree_read(struct lazy_slot *s)
 {
-	return pn_ctree_approx_sum(s->tree);
+	return pn_ctree_approx_sum(s->head.tree);
 }
 
 static s64 lazy_tree_sum(struct lazy_slot *s)
 {
-	return pn_ctree_precise_sum(s->tree);
+	return pn_ctree_precise_sum(s->head.tree);
 }
 
 static u64 lazy_tree_slack(struct lazy_slot *s)
 {
 	unsigned long under = 0, over = 0;
 
-	pn_ctree_accuracy_range(s->tree, &under, &over);
+	pn_ctree_accuracy_range(s->head.tree, &under, &over);
 	return max(under, over);
 }
 
@@ -726,8 +735,10 @@ static struct lazy_slot *lazy_slot_of(const struct lazy_counter *c,
  * @c: the counter; bit 0 of its state was seen set (acquire)
  * @amount: signed amount
  *
- * Out-of-line half of lazy_counter_add_local()/lazy_counter_add_remote().
- * On a destroyed counter (no slot) the amount is dropped and the misuse
+ * Out-of-line half of the header's inline add (__lazy_counter_add_target()):
+ * a flat add whose delta reaches the batch (the fold under the slot's
+ * lock), every flat add without CONFIG_HAVE_CMPXCHG_LOCAL, and a
+ * destroyed counter (no slot), whose amount is dropped and the misuse
  * counted.
  *
  * Context: Any context except NMI.
@@ -1057,7 +1068,7 @@ EXPORT_SYMBOL_GPL(lazy_counter_get_stats);
  */
 int lazy_counter_module_init(void)
 {
-	lazy_flat_batch_max = max_t(s32, 32, 2 * nr_cpu_ids);
+	lazy_counter_flat_batch_max = max_t(s32, 32, 2 * nr_cpu_ids);
 	return 0;
 }
 

@@ -25,8 +25,13 @@
 #include <linux/atomic.h>
 #include <linux/compiler.h>
 #include <linux/gfp_types.h>
+#include <linux/minmax.h>
+#include <linux/percpu.h>
+#include <linux/percpu_counter.h>
 #include <linux/types.h>
 #include <linux/workqueue.h>
+
+#include <pcpu_next/counter_tree.h>
 
 struct lazy_slot;
 
@@ -118,7 +123,75 @@ static inline long __lazy_counter_decode(long state)
 	return state >> 1;
 }
 
+/**
+ * struct lazy_slot_head - what the inline add reads of an upgraded counter
+ * @flat_pcpu: LAZY_COUNTER_FLAT: this counter's s32 delta per CPU, else
+ *	       NULL
+ * @tree: LAZY_COUNTER_TREE: this counter's counter tree, else NULL
+ *
+ * The first member of the library's (private) slot, which
+ * lazy_counter.slot points to: written before the switch publishes the
+ * slot (the state load's acquire makes it visible) and not changed until
+ * destroy.  Only the add below reads it; everything else goes through the
+ * library.
+ */
+struct lazy_slot_head {
+	s32 __percpu *flat_pcpu;
+	struct pn_ctree *tree;
+};
+
+extern s32 lazy_counter_flat_batch_max;
+
 void __lazy_counter_add_upgraded(const struct lazy_counter *c, s64 amount);
+
+/**
+ * __lazy_counter_add_target() - add to an upgraded counter, inline
+ * @c: the counter; bit 0 of its state was seen set (acquire)
+ * @amount: signed amount
+ *
+ * The target's fast path without a call into the library, as
+ * percpu_counter_add() inlines its own: for the flat target a CPU-local
+ * compare-and-exchange of the per-CPU delta while it stays below the
+ * batch (percpu_counter_batch, capped at lazy_counter_flat_batch_max);
+ * for the tree target pn_ctree_add() directly.  A fold into the central
+ * count, a destroyed counter (no slot) and architectures without
+ * CONFIG_HAVE_CMPXCHG_LOCAL take __lazy_counter_add_upgraded().
+ *
+ * Context: Any context except NMI.
+ */
+static __always_inline void __lazy_counter_add_target(const struct lazy_counter *c,
+						      s64 amount)
+{
+	const struct lazy_slot_head *h = (const void *)READ_ONCE(c->slot);
+
+	if (likely(h)) {
+#ifdef CONFIG_HAVE_CMPXCHG_LOCAL
+		if (likely(h->flat_pcpu)) {
+			s32 batch = min(READ_ONCE(percpu_counter_batch),
+					READ_ONCE(lazy_counter_flat_batch_max));
+			s32 old = this_cpu_read(*h->flat_pcpu);
+			s64 new;
+
+			do {
+				new = (s64)old + amount;
+				if (unlikely(abs(new) >= batch))
+					goto slow;
+			} while (!this_cpu_try_cmpxchg(*h->flat_pcpu, &old,
+						       (s32)new));
+			return;
+		}
+#endif
+		if (h->tree) {
+			pn_ctree_add(h->tree, amount);
+			return;
+		}
+	}
+#ifdef CONFIG_HAVE_CMPXCHG_LOCAL
+slow:
+#endif
+	__lazy_counter_add_upgraded(c, amount);
+}
+
 s64 __lazy_counter_read_upgraded(const struct lazy_counter *c);
 s64 __lazy_counter_sum_upgraded(const struct lazy_counter *c);
 
@@ -241,7 +314,7 @@ static inline void lazy_counter_add_local(struct lazy_counter *c, s64 amount)
 	if (likely(!(__lazy_counter_state(c) & LAZY_COUNTER_UPGRADED)))
 		WRITE_ONCE(c->local, c->local + amount);
 	else
-		__lazy_counter_add_upgraded(c, amount);
+		__lazy_counter_add_target(c, amount);
 }
 
 /**
@@ -265,7 +338,7 @@ static inline void lazy_counter_add_remote(struct lazy_counter *c, s64 amount)
 		atomic_long_add(__lazy_counter_encode(amount), &c->state);
 		return;
 	}
-	__lazy_counter_add_upgraded(c, amount);
+	__lazy_counter_add_target(c, amount);
 }
 
 /**
