@@ -112,9 +112,14 @@
  * whatever @gfp says.  A caller in atomic context (interrupt, softirq, raw
  * spinlock, disabled preemption or interrupts; on !PREEMPT_RT a spinlock_t
  * too) gets the remote slot; it must pass GFP_NOWAIT or GFP_ATOMIC (a
- * blocking mask there is a caller bug: might_sleep_if() at the start of
- * get and of the counter's add reports it, and the grow path WARNs once
- * and falls back instead of sleeping):
+ * blocking mask there is a caller bug: with CONFIG_DEBUG_ATOMIC_SLEEP,
+ * mmcid_might_sleep() at the start of get and of the counter's add
+ * reports it on every call, and the grow path WARNs once and falls back
+ * instead of sleeping; without that option only the paths that may
+ * allocate call might_sleep_if(), so that the fast path of a blocking
+ * caller does not become a voluntary preemption point, which
+ * might_sleep() is on non-debug kernels and which would cost more than
+ * the add itself):
  * PREEMPT_RT forbids kmalloc() there even with GFP_ATOMIC (the slab
  * allocator takes sleeping locks), and under a raw spinlock or in a hard
  * interrupt PROVE_RAW_LOCK_NESTING reports those locks on every kernel.
@@ -945,6 +950,18 @@ void mmcid_pcpu_destroy(struct mmcid_pcpu *s)
 EXPORT_SYMBOL_GPL(mmcid_pcpu_destroy);
 
 /*
+ * The context check of an access that may allocate with @gfp: on debug
+ * kernels (CONFIG_DEBUG_ATOMIC_SLEEP) at every access, fast path
+ * included; elsewhere nothing here, and might_sleep_if() only where a
+ * block is about to be allocated (mmcid_grow()'s caller).
+ */
+static __always_inline void mmcid_might_sleep(gfp_t gfp)
+{
+	if (IS_ENABLED(CONFIG_DEBUG_ATOMIC_SLEEP))
+		might_sleep_if(gfpflags_allow_blocking(gfp));
+}
+
+/*
  * May a caller that found no block allocate one now?  Our own preemption
  * disabling is undone by now, so what counts is the caller's context.
  */
@@ -1108,7 +1125,7 @@ static __always_inline void *mmcid_get(struct mmcid_pcpu *s,
 	void *slots, *slot;
 	int c;
 
-	might_sleep_if(gfpflags_allow_blocking(gfp));
+	mmcid_might_sleep(gfp);
 again:
 	preempt_disable();
 	c = mmcid_pick(s, src, cid);
@@ -1144,9 +1161,11 @@ again:
 	 * over, because the cid may have changed while we were preemptible.
 	 */
 	preempt_enable();
-	if (tries++ < MMCID_GROW_TRIES && mmcid_may_grow(s, gfp) &&
-	    !mmcid_grow(s, k, gfp))
-		goto again;
+	if (tries++ < MMCID_GROW_TRIES && mmcid_may_grow(s, gfp)) {
+		might_sleep_if(gfpflags_allow_blocking(gfp));
+		if (!mmcid_grow(s, k, gfp))
+			goto again;
+	}
 
 remote:
 	/* A raw spinlock an NMI could find held by the code it interrupted. */
@@ -1190,8 +1209,9 @@ static void *__maybe_unused mmcid_get_chosen(struct mmcid_pcpu *s,
  *	 told); otherwise, or when the allocation fails (after which the
  *	 storage backs off for a while), the caller gets the remote slot.
  *	 With a blocking mask (GFP_KERNEL) the call may sleep: only from
- *	 process context that may (might_sleep_if() checks it; from atomic
- *	 context the grow path WARNs once and falls back).  Atomic callers,
+ *	 process context that may (with CONFIG_DEBUG_ATOMIC_SLEEP
+ *	 might_sleep_if() checks it at every call; from atomic context the
+ *	 grow path WARNs once and falls back).  Atomic callers,
  *	 nested ones included, pass GFP_NOWAIT or GFP_ATOMIC.
  *
  * A thread of @s's mm gets the slot of its mm_cid, initialised on first
@@ -1664,7 +1684,7 @@ static __always_inline int mmcid_counter_add_sub(struct mmcid_counter *c,
 	local64_t *v;
 	int used;
 
-	might_sleep_if(gfpflags_allow_blocking(gfp));
+	mmcid_might_sleep(gfp);
 	preempt_disable();
 	v = mmcid_fast_slot(ctr_store(c), src, cid, &used);
 	if (likely(v)) {
