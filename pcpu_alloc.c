@@ -183,12 +183,8 @@
  * quiet, with or without the statistics; readers that assert on objects
  * in use (the KUnit suites, the stress) rely on that.
  *
- * Test hooks, none on a fast path.  alloc/fail_next_chunks (0600) reads and
- * sets how many of the next chunk creations fail (a deterministic
- * countdown, any caller, checked in pn_chunk_create()); only tests use it
- * (the KUnit suite through pn_alloc_inject_chunk_failures(), the guest
- * scripts and the fuzz selftest through the file).  Kernel fault injection
- * (CONFIG_FAULT_INJECTION): chunk creation checks the fault_attr
+ * Fault injection, the kernel's only (CONFIG_FAULT_INJECTION; none on a
+ * fast path, nothing home-grown): chunk creation checks the fault_attr
  * pn_fail_chunk through pn_fault_hit(PN_FAULT_CHUNK) (the site is the
  * module core's, debugfs pcpu_next/fault/fail_chunk/; a stress line's
  * faults= arms it), chunk release the file-local pn_fail_release
@@ -266,7 +262,6 @@
 #define PN_POISON		0x6b
 #define PN_ZERO_WORDS_MAX	64U	/* zero up to this with word stores */
 #define PN_LEAKS_LISTED		16U
-#define PN_FAIL_MAX		BIT(20)
 
 /* Internal flag: no magazines, every operation on the chunks (mag_cap 0, or destroyed). */
 #define PN_CACHE_NOMAGS		0x80000000U
@@ -430,7 +425,6 @@ static struct workqueue_struct *pn_maint_wq;	/* maint_work, drain_work */
 static enum cpuhp_state pn_cpuhp_state;
 static struct shrinker *pn_shrinker;
 static struct dentry *pn_alloc_dir;
-static atomic_t pn_fail_next = ATOMIC_INIT(0);
 
 #define PN_NR_CLASSES	13	/* 8 B .. 32 KiB, powers of two */
 static struct pn_cache *pn_size_caches[PN_NR_CLASSES];
@@ -694,30 +688,42 @@ VISIBLE_IF_KUNIT void pn_alloc_fail_releases(unsigned int n)
 #endif
 }
 EXPORT_SYMBOL_IF_KUNIT(pn_alloc_fail_releases);
-#endif
 
 /**
- * pn_alloc_inject_chunk_failures() - set the chunk-creation countdown
- * @n: how many of the next chunk creations fail, any caller's; 0 cancels
+ * pn_alloc_fail_chunks() - fail the calling task's next chunk creations
+ * @n: how many; 0 restores the defaults (probability 0: only fail-nth
+ *     reaches the site)
  *
- * What a write to alloc/fail_next_chunks does; a test hook (see the essay).
+ * Arms the chunk-creation site's fault_attr (pn_fail_chunk, the module
+ * core's) task-filtered: probability 100, times @n, so exactly the next
+ * @n creations this task makes fail and no other task's.  Nothing without
+ * CONFIG_FAULT_INJECTION.
  *
- * Context: Any context.
+ * Context: Process context, the task whose creations are to fail.
  */
-VISIBLE_IF_KUNIT void pn_alloc_inject_chunk_failures(unsigned int n)
+VISIBLE_IF_KUNIT void pn_alloc_fail_chunks(unsigned int n)
 {
-	atomic_set(&pn_fail_next, n);
-}
-EXPORT_SYMBOL_IF_KUNIT(pn_alloc_inject_chunk_failures);
+#ifdef CONFIG_FAULT_INJECTION
+	struct fault_attr *a = pn_fault_attr(PN_FAULT_CHUNK);
 
-/*
- * The debugfs countdown first (deterministic: the next N creations, any
- * caller), then the fault_attr (probability, fail-nth).
- */
+	pn_fault_attr_reset(a);
+	current->make_it_fail = !!n;
+	if (!n)
+		return;
+	WRITE_ONCE(a->task_filter, true);
+	atomic_set(&a->times, n);
+	/* Last, so a concurrent should_fail() sees the rest set first. */
+	smp_wmb();
+	WRITE_ONCE(a->probability, 100);
+#endif
+}
+EXPORT_SYMBOL_IF_KUNIT(pn_alloc_fail_chunks);
+#endif
+
+/* Chunk creation's fault_attr (the module core's pn_fail_chunk). */
 static bool pn_should_fail_chunk(void)
 {
-	return atomic_add_unless(&pn_fail_next, -1, 0) ||
-	       pn_fault_hit(PN_FAULT_CHUNK);
+	return pn_fault_hit(PN_FAULT_CHUNK);
 }
 
 static void pn_chunk_free_meta(struct pn_chunk *ch)
@@ -2267,61 +2273,6 @@ static int pn_stats_show(struct seq_file *m, void *v)
 }
 DEFINE_SHOW_ATTRIBUTE(pn_stats);
 
-static int pn_fail_show(struct seq_file *m, void *v)
-{
-	seq_printf(m, "%d\n", atomic_read(&pn_fail_next));
-	return 0;
-}
-
-static int pn_fail_open(struct inode *inode, struct file *file)
-{
-	return single_open(file, pn_fail_show, NULL);
-}
-
-#define PN_FAIL_LINE		32
-
-/*
- * Strict: one write at offset 0 of a decimal 0..PN_FAIL_MAX (kstrtouint()
- * syntax: an optional '+', digits, one optional newline).  Not
- * kstrtouint_from_user(): it silently truncates long input, so
- * "0000...0001" could be taken for 0.  E2BIG for PN_FAIL_LINE bytes or
- * more, EINVAL for anything malformed (a NUL byte included), ERANGE for a
- * number above PN_FAIL_MAX.
- */
-static ssize_t pn_fail_write(struct file *file, const char __user *ubuf,
-			     size_t count, loff_t *ppos)
-{
-	char buf[PN_FAIL_LINE];
-	unsigned int n;
-	int ret;
-
-	if (*ppos)
-		return -EINVAL;
-	if (count >= sizeof(buf))
-		return -E2BIG;
-	if (copy_from_user(buf, ubuf, count))
-		return -EFAULT;
-	if (memchr(buf, '\0', count))
-		return -EINVAL;
-	buf[count] = '\0';
-	ret = kstrtouint(buf, 10, &n);
-	if (ret)
-		return ret;
-	if (n > PN_FAIL_MAX)
-		return -ERANGE;
-	pn_alloc_inject_chunk_failures(n);
-	return count;
-}
-
-static const struct file_operations pn_fail_fops = {
-	.owner = THIS_MODULE,
-	.open = pn_fail_open,
-	.read = seq_read,
-	.write = pn_fail_write,
-	.llseek = seq_lseek,
-	.release = single_release,
-};
-
 /* ---- module init/exit --------------------------------------------------- */
 
 static void pn_destroy_size_caches(void)
@@ -2422,8 +2373,6 @@ int pn_alloc_init(void)
 
 	pn_alloc_dir = debugfs_create_dir("alloc", pn_debugfs_dir());
 	debugfs_create_file("stats", 0400, pn_alloc_dir, NULL, &pn_stats_fops);
-	debugfs_create_file("fail_next_chunks", 0600, pn_alloc_dir, NULL,
-			    &pn_fail_fops);
 #ifdef CONFIG_FAULT_INJECTION
 	pn_fail_release.verbose = 0;	/* fail-nth runs print nothing */
 #endif

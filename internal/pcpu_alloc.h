@@ -38,8 +38,8 @@ unsigned long pn_alloc_sized_direct(void);
  */
 extern unsigned long pn_cpu_cache_bytes;
 
-/* Test hooks: the chunk-creation countdown, the release fault site. */
-void pn_alloc_inject_chunk_failures(unsigned int n);
+/* Test hooks: the chunk-creation and release fault sites, this task. */
+void pn_alloc_fail_chunks(unsigned int n);
 void pn_alloc_fail_releases(unsigned int n);
 
 /* Reclaim as the shrinker does it, and waiting for what it queued. */

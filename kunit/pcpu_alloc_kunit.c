@@ -625,8 +625,10 @@ static void pn_test_injected_failures(struct kunit *test)
 	struct pn_cache *c;
 	void __percpu *p;
 
+	if (!IS_ENABLED(CONFIG_FAULT_INJECTION))
+		kunit_skip(test, "needs CONFIG_FAULT_INJECTION");
 	c = pn_kunit_cache(test, "kunit-inject", 128, 0, pn_ctor, pn_dtor, &s);
-	pn_alloc_inject_chunk_failures(2);
+	pn_alloc_fail_chunks(2);
 	KUNIT_EXPECT_EQ(test, pn_kaddr(pn_cache_alloc(c, GFP_KERNEL)), 0UL);
 	KUNIT_EXPECT_EQ(test, pn_kaddr(pn_cache_alloc(c, GFP_KERNEL)), 0UL);
 	KUNIT_EXPECT_EQ(test, atomic_read(&s.ctor), 0);
@@ -636,7 +638,7 @@ static void pn_test_injected_failures(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, st.chunk_fails, 2ULL);
 	KUNIT_EXPECT_EQ(test, st.chunks, 1ULL);
 	pn_cache_free(c, p);
-	pn_alloc_inject_chunk_failures(0);
+	pn_alloc_fail_chunks(0);
 	KUNIT_EXPECT_EQ(test, pn_cache_destroy(c), 0UL);
 	KUNIT_EXPECT_EQ(test, atomic_read(&s.ctor), atomic_read(&s.dtor));
 }
@@ -1367,14 +1369,17 @@ static void pn_test_tracepoints(struct kunit *test)
 
 	if (!IS_ENABLED(CONFIG_TRACEPOINTS))
 		kunit_skip(test, "CONFIG_TRACEPOINTS is off");
+	if (!IS_ENABLED(CONFIG_FAULT_INJECTION))
+		kunit_skip(test, "needs CONFIG_FAULT_INJECTION");
 	n = kunit_kcalloc(test, 3, sizeof(*n), GFP_KERNEL);
 	KUNIT_ASSERT_NOT_NULL(test, n);
 	KUNIT_ASSERT_EQ(test, register_trace_pn_chunk_create(pn_count_create, n), 0);
 	KUNIT_ASSERT_EQ(test, register_trace_pn_chunk_release(pn_count_release, n), 0);
 
 	c = pn_kunit_cache(test, "kunit-trace", 64, 0, NULL, NULL, NULL);
-	pn_alloc_inject_chunk_failures(1);
+	pn_alloc_fail_chunks(1);
 	KUNIT_EXPECT_EQ(test, pn_kaddr(pn_cache_alloc(c, GFP_KERNEL)), 0UL);
+	pn_alloc_fail_chunks(0);
 	p = pn_cache_alloc(c, GFP_KERNEL);
 	KUNIT_EXPECT_NE(test, pn_kaddr(p), 0UL);
 	/* Not a size-class object: the sized free refuses it. */

@@ -13,11 +13,10 @@
  * a kernel without fault injection, no /proc/self/fail-nth, the reference
  * predicts EOPNOTSUPP for every faults= line instead).
  *
- * component_files: the same for alloc/fail_next_chunks and mmcid.  Each
- * writer process has its own mm, hence its own mmcid counter: after every
+ * component_files: the same for the harness's mmcid file.  Each writer
+ * process has its own mm, hence its own mmcid counter: after every
  * accepted "add <n>" it reads the counter back, and the sum must be
- * exactly what it added (no lost or doubled update).  fail_next_chunks
- * must read back a value some writer wrote, and 0 once reset.
+ * exactly what it added (no lost or doubled update).
  */
 #include <limits.h>
 #include <signal.h>
@@ -196,25 +195,6 @@ static void ref_parse(const char *line, size_t len, int nr_cpu_ids, int bench,
 }
 
 /*
- * alloc/fail_next_chunks: kstrtouint() syntax (optional '+', digits, one
- * optional newline), at most 2^20, lines of 32 bytes or more E2BIG.
- */
-static int ref_fail_next(const char *line, size_t len, unsigned long long *v)
-{
-	char buf[64];
-
-	if (len >= 32)
-		return E2BIG;
-	if (memchr(line, '\0', len))
-		return EINVAL;
-	memcpy(buf, line, len);
-	buf[len] = '\0';
-	if (len && buf[len - 1] == '\n')
-		buf[len - 1] = '\0';
-	return ref_uint(buf, 0, 1 << 20, v);
-}
-
-/*
  * mmcid: "add <n>", n decimal digits with an optional leading '-', in the
  * s32 range; one optional newline; 64 bytes or more E2BIG.  Or "bench <n>"
  * (more than the 6 bytes "bench "), n decimal digits only, 1 .. 2^20:
@@ -370,7 +350,6 @@ static const char *const corpus[] = {
 	"test=lazy ms=80 threads=3 faults=300",
 };
 
-static const char *const ccorpus_fail[] = { "0\n", "3", "+17\n", "1048576" };
 static const char *const ccorpus_mmcid[] = {
 	"add 1\n", "add -5", "add 2147483647\n", "add 0", "bench 3\n", "bench 1000",
 };
@@ -518,7 +497,7 @@ static int storm(void (*rd_fn)(void), int (*wr_fn)(int id, void *st),
 }
 
 struct comp_stats {
-	int sent_fail, sent_mmcid, bad, sums_checked, sum_errors;
+	int sent_mmcid, bad, sums_checked, sum_errors;
 };
 
 /* Per-writer statistics of both tests, in memory shared with the writers. */
@@ -541,8 +520,6 @@ FIXTURE_SETUP(fuzz)
 
 FIXTURE_TEARDOWN(fuzz)
 {
-	/* Never leave chunk failures armed for whoever runs next. */
-	pn_write_str("alloc/fail_next_chunks", "0\n");
 	munmap(self->sh, sizeof(*self->sh));
 }
 
@@ -630,9 +607,8 @@ static int comp_writer(int id, void *arg)
 	if (fd < 0)
 		return 1;
 	for (i = 0; i < COMP_LINES_PER_WRITER; i++) {
-		int mmcid = rnd() % 2, want, got;
-		unsigned long long u = 0;
 		long long v = 0;
+		int want, got;
 		const char *c;
 		size_t len;
 
@@ -641,27 +617,19 @@ static int comp_writer(int id, void *arg)
 			for (size_t j = 0; j < len; j++)
 				buf[j] = (char)(rnd() % 256);
 		} else {
-			c = mmcid ? ccorpus_mmcid[rnd() % ARRAY_SIZE(ccorpus_mmcid)] :
-				    ccorpus_fail[rnd() % ARRAY_SIZE(ccorpus_fail)];
+			c = ccorpus_mmcid[rnd() % ARRAY_SIZE(ccorpus_mmcid)];
 			len = strlen(c);
 			memcpy(buf, c, len);
 			if (rnd() % 4)
 				len = mutate(buf, len, sizeof(buf));
 		}
-		if (mmcid) {
-			want = ref_mmcid(buf, len, &v);
-			got = want ? -pn_write("mmcid", buf, len) :
-			      comp_mmcid(id, fd, buf, len, v, &expect, st);
-			st->sent_mmcid++;
-		} else {
-			want = ref_fail_next(buf, len, &u);
-			got = -pn_write("alloc/fail_next_chunks", buf, len);
-			st->sent_fail++;
-		}
+		want = ref_mmcid(buf, len, &v);
+		got = want ? -pn_write("mmcid", buf, len) :
+		      comp_mmcid(id, fd, buf, len, v, &expect, st);
+		st->sent_mmcid++;
 		if (got != want && ++st->bad <= 10)
-			fprintf(stderr, "# writer %d: %s: expected %d got %d for \"%.*s\"\n",
-				id, mmcid ? "mmcid" : "fail_next_chunks", want, got,
-				(int)(len > 60 ? 60 : len), buf);
+			fprintf(stderr, "# writer %d: mmcid: expected %d got %d for \"%.*s\"\n",
+				id, want, got, (int)(len > 60 ? 60 : len), buf);
 	}
 	close(fd);
 	return st->bad || st->sum_errors;
@@ -670,7 +638,7 @@ static int comp_writer(int id, void *arg)
 static void comp_reader(void)
 {
 	static const char *const files[] = {
-		"alloc/stats", "alloc/fail_next_chunks", "list", "stress",
+		"alloc/stats", "list", "stress",
 	};
 	char buf[16384];
 	int fd = open(PN_DIR "/mmcid", O_RDONLY);
@@ -685,13 +653,11 @@ static void comp_reader(void)
 
 TEST_F_TIMEOUT(fuzz, component_files, 600)
 {
-	int i, failed, sent_fail = 0, sent_mmcid = 0, bad = 0;
+	int i, failed, sent_mmcid = 0, bad = 0;
 	struct comp_stats *st = self->sh->c;
 	int sums = 0, sum_errors = 0;
-	unsigned long long v;
-	char buf[64];
 
-	if (access(PN_DIR "/mmcid", F_OK) || access(PN_DIR "/alloc/fail_next_chunks", F_OK))
+	if (access(PN_DIR "/mmcid", F_OK))
 		SKIP(return, "pcpu_next not loaded");
 	fuzz_seed();
 	ASSERT_EQ(0, pn_wait_idle("stress", 60));
@@ -700,27 +666,18 @@ TEST_F_TIMEOUT(fuzz, component_files, 600)
 	/* failed counts the reader too: it exits on a wrong mmcid read */
 	failed = storm(comp_reader, comp_writer, st, sizeof(*st));
 	for (i = 0; i < NR_WRITERS; i++) {
-		sent_fail += st[i].sent_fail;
 		sent_mmcid += st[i].sent_mmcid;
 		bad += st[i].bad;
 		sums += st[i].sums_checked;
 		sum_errors += st[i].sum_errors;
 	}
-	printf("# fuzz-components: %d lines (fail_next_chunks %d, mmcid %d) from %d writers, ",
-	       sent_fail + sent_mmcid, sent_fail, sent_mmcid, NR_WRITERS);
+	printf("# fuzz-components: %d lines to mmcid from %d writers, ",
+	       sent_mmcid, NR_WRITERS);
 	printf("%d wrong verdicts, %d sums read back, %d wrong\n", bad, sums, sum_errors);
 	EXPECT_EQ(0, failed);
 	EXPECT_EQ(0, bad);
 	EXPECT_EQ(0, sum_errors);
 	EXPECT_GT(sums, NR_WRITERS * 20);
-
-	/* Whatever a writer left armed, a reset reads back as 0. */
-	ASSERT_GT(pn_read("alloc/fail_next_chunks", buf, sizeof(buf)), 0);
-	v = strtoull(buf, NULL, 10);
-	EXPECT_LE(v, 1ULL << 20);
-	ASSERT_EQ(0, pn_write_str("alloc/fail_next_chunks", "0\n"));
-	ASSERT_GT(pn_read("alloc/fail_next_chunks", buf, sizeof(buf)), 0);
-	EXPECT_STREQ("0\n", buf);
 }
 
 TEST_HARNESS_MAIN

@@ -275,11 +275,10 @@ pn_rmmod_during_fuzz()
 				echo "test=lazy ms=40$f2" >"$PN/stress"
 				echo "test=percpu ms=30 threads=2" >"$PN/bench"
 				echo "test=nosuch x=1" >"$PN/stress"
-				echo "$i" >"$PN/alloc/fail_next_chunks"
 				echo "add $i" >"$PN/mmcid"
 				echo "add x" >"$PN/mmcid"
 				cat "$PN/stress" "$PN/bench" "$PN/list" \
-				    "$PN/alloc/stats" "$PN/alloc/fail_next_chunks" \
+				    "$PN/alloc/stats" \
 				    "$PN/mmcid"
 			done >/dev/null 2>&1
 		) &
