@@ -164,6 +164,37 @@ unsigned long pn_fault_injected(enum pn_fault_site site)
 }
 
 /**
+ * pn_fault_fail_nth() - the calling task's @nth check of a site fails, once
+ * @site: the injection site
+ * @nth: 1: its next check fails, 2: the one after, ...; 0 restores the
+ *	 defaults (probability 0: only fail-nth reaches the site)
+ *
+ * The kernel's fault_attr doing what a "fail the n-th step" test needs:
+ * task-filtered (current->make_it_fail), interval @nth counted from now,
+ * times 1, probability 100, written last so that a concurrent
+ * should_fail() sees the rest first.  Checks by other tasks neither fail
+ * nor count.  The failure is counted by pn_fault_hit() as any other.
+ *
+ * Context: Process context, the task whose check is to fail.
+ */
+void pn_fault_fail_nth(enum pn_fault_site site, unsigned int nth)
+{
+	struct fault_attr *a = pn_fault_attrs[site];
+
+	pn_fault_attr_reset(a);
+	current->make_it_fail = !!nth;
+	if (!nth)
+		return;
+	WRITE_ONCE(a->task_filter, true);
+	WRITE_ONCE(a->interval, nth);
+	WRITE_ONCE(a->count, 0);
+	atomic_set(&a->times, 1);
+	/* The settings above before the probability that enables them. */
+	smp_wmb();
+	WRITE_ONCE(a->probability, 100);
+}
+
+/**
  * pn_fault_reset_count() - start counting a site's failures from 0
  * @site: the site
  *

@@ -234,20 +234,19 @@
  * lazy_pcpu_alloc(), from the project's allocator (pcpu_alloc.c);
  * the tree target's comes from counter_tree.c's own helper.  Every
  * allocation step of an upgrade (step 1 the group, step 2 the target's
- * storage) first asks lazy_should_fail(): a test hook
- * (lazy_counter_inject_failure()) fails the n-th step from now, exactly
- * once, whatever task makes it (the KUnit suite and the stress's INJECT
- * mode need that "next n" determinism; the hook is compiled only with
- * KUnit or the harness); then, with CONFIG_FAULT_INJECTION, the kernel's
- * fault injection through the fault_attr lazy_fail_upgrade (defined in
- * main.c, debugfs pcpu_next/fault/fail_upgrade/, armed by a stress line's
- * faults=, see torture/control.c; fail-nth reaches it too), asked through
- * pn_fault_hit().
+ * storage) first asks lazy_should_fail(), with CONFIG_FAULT_INJECTION
+ * the kernel's fault injection and nothing home-grown: the fault_attr
+ * lazy_fail_upgrade (defined in core.c, debugfs
+ * pcpu_next/fault/fail_upgrade/, armed by a stress line's faults=, see
+ * torture/control.c; fail-nth reaches it too; the KUnit suite and the
+ * stress's INJECT mode fail the n-th step of their own task with
+ * pn_fault_fail_nth()), asked through pn_fault_hit().
  *
  * Statistics (struct lazy_counter_stats, lazy_counter_get_stats()).  The
  * slow-path ones are always kept, one atomic each per event: upgrades,
  * upgrade failures and races, live groups, per-CPU allocations, automatic
- * triggers and upgrades, injected failures and misuse.  The add paths
+ * triggers and upgrades and misuse (injected failures are counted per
+ * site by the module core, pn_fault_injected()).  The add paths
  * count nothing (there used to be one event there, a remote add that
  * raced with a switch; the live state word removed it), so
  * CONFIG_PCPU_NEXT_STATS changes nothing in this file.  This component
@@ -259,8 +258,7 @@
  * the module's private internal/core.h (pn_fault_hit(), the prototypes
  * of lazy_counter_module_init() and _exit()) and internal/lazy_counter.h
  * (what only the KUnit suites and the harness may call:
- * lazy_counter_batch(), lazy_counter_read_slack(),
- * lazy_counter_inject_failure(), and with KUnit
+ * lazy_counter_batch(), lazy_counter_read_slack(), and with KUnit
  * lazy_counter_expect_misuse()).  The KUnit suite is
  * kunit/lazy_counter_kunit.c (also kunit/failnth_kunit.c); the stress and
  * the bench, test=lazy of the debugfs control plane, are
@@ -371,50 +369,12 @@ static atomic_long_t lazy_stat_live;
 static atomic_long_t lazy_stat_pcpu_allocs;
 static atomic_long_t lazy_stat_auto_triggers;
 static atomic_long_t lazy_stat_auto_upgrades;
-static atomic_long_t lazy_stat_injected;
 static atomic_long_t lazy_stat_misuse;
 
-/*
- * The upgrade's test hook, compiled only for its users (the KUnit suite
- * and the harness): the n-th allocation step from now fails (0: none).
- */
-#if IS_ENABLED(CONFIG_KUNIT) || IS_ENABLED(CONFIG_PCPU_NEXT_TORTURE)
-static atomic_t lazy_fail_countdown = ATOMIC_INIT(0);
-
-static bool lazy_countdown_hit(void)
-{
-	if (likely(!atomic_read(&lazy_fail_countdown)) ||
-	    atomic_dec_if_positive(&lazy_fail_countdown) != 0)
-		return false;
-	atomic_long_inc(&lazy_stat_injected);
-	return true;
-}
-
-/**
- * lazy_counter_inject_failure() - make an upgrade's allocation fail
- * @nth: 1 fails the next allocation step, 2 the one after, ...; 0 clears.
- *	 An upgrade makes two steps: the group, then the per-CPU storage.
- *
- * Test hook for the KUnit suite and the stress's INJECT mode, not
- * exported: whatever task makes the step fails, exactly once.
- *
- * Context: Any context.
- */
-void lazy_counter_inject_failure(unsigned int nth)
-{
-	atomic_set(&lazy_fail_countdown, nth);
-}
-#else
-static inline bool lazy_countdown_hit(void)
-{
-	return false;
-}
-#endif
-
-/* The countdown (KUnit, stress mode INJECT), then the fault_attr. */
+/* An upgrade's allocation step: the fault_attr lazy_fail_upgrade. */
 static bool lazy_should_fail(void)
 {
-	return lazy_countdown_hit() || pn_fault_hit(PN_FAULT_UPGRADE);
+	return pn_fault_hit(PN_FAULT_UPGRADE);
 }
 
 /*
@@ -1046,7 +1006,6 @@ void lazy_counter_get_stats(struct lazy_counter_stats *st)
 {
 	st->upgrades = atomic_long_read(&lazy_stat_upgrades);
 	st->upgrade_failures = atomic_long_read(&lazy_stat_failures);
-	st->injected = atomic_long_read(&lazy_stat_injected);
 	st->upgrade_races = atomic_long_read(&lazy_stat_races);
 	st->live_groups = atomic_long_read(&lazy_stat_live);
 	st->pcpu_allocs = atomic_long_read(&lazy_stat_pcpu_allocs);

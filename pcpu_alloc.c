@@ -2077,6 +2077,23 @@ static int pn_cpu_dead(unsigned int cpu, struct hlist_node *node)
 
 #if IS_ENABLED(CONFIG_KUNIT) || IS_ENABLED(CONFIG_PCPU_NEXT_TORTURE)
 /**
+ * pn_cache_flush_work() - wait for a cache's drain and maintenance work
+ * @cache: the cache
+ *
+ * For the KUnit suite and the stress: a refill by maint_work that hit an
+ * injected fault has counted it in the cache's statistics when this
+ * returns.
+ *
+ * Context: Process context, may sleep.
+ */
+void pn_cache_flush_work(struct pn_cache *cache)
+{
+	flush_work(&cache->drain_work);
+	flush_work(&cache->maint_work);
+}
+EXPORT_SYMBOL_IF_KUNIT(pn_cache_flush_work);
+
+/**
  * pn_alloc_reclaim() - run one shrinker scan, waiting for its locks
  * @nr: the scan's budget in objects (nr_to_scan)
  *
@@ -2165,19 +2182,6 @@ VISIBLE_IF_KUNIT unsigned long pn_cache_scan(struct pn_cache *cache,
 	return seen;
 }
 EXPORT_SYMBOL_IF_KUNIT(pn_cache_scan);
-
-/**
- * pn_cache_flush_work() - wait for a cache's drain and maintenance work
- * @cache: the cache
- *
- * Context: Process context, may sleep.
- */
-VISIBLE_IF_KUNIT void pn_cache_flush_work(struct pn_cache *cache)
-{
-	flush_work(&cache->drain_work);
-	flush_work(&cache->maint_work);
-}
-EXPORT_SYMBOL_IF_KUNIT(pn_cache_flush_work);
 
 /**
  * pn_cache_cpu_objects() - objects in one CPU's magazines of a cache

@@ -66,6 +66,7 @@ struct fault_attr *pn_fault_attr(enum pn_fault_site site);
 void pn_fault_attr_reset(struct fault_attr *attr);
 unsigned long pn_fault_injected(enum pn_fault_site site);
 void pn_fault_reset_count(enum pn_fault_site site);
+void pn_fault_fail_nth(enum pn_fault_site site, unsigned int nth);
 #else
 static inline bool pn_fault_hit(enum pn_fault_site site)
 {
@@ -75,6 +76,10 @@ static inline bool pn_fault_hit(enum pn_fault_site site)
 static inline unsigned long pn_fault_injected(enum pn_fault_site site)
 {
 	return 0;
+}
+
+static inline void pn_fault_fail_nth(enum pn_fault_site site, unsigned int nth)
+{
 }
 #endif
 

@@ -4,9 +4,9 @@
  * not an API (clients use include/pcpu_next/lazy_counter.h).  Nothing here
  * is exported to other modules (the suites and the harness are linked into
  * pcpu_next.ko): the KUnit-only hooks are VISIBLE_IF_KUNIT and exist only
- * on kernels with KUnit; the failure countdown also exists with the harness
- * (CONFIG_PCPU_NEXT_TORTURE), whose stress uses it.  The definitions, with
- * their kernel-doc, are in lazy_counter.c.
+ * on kernels with KUnit.  Upgrade failures are injected through the
+ * kernel's fault_attr of the module core (internal/core.h), not from here.
+ * The definitions, with their kernel-doc, are in lazy_counter.c.
  */
 #ifndef _PCPU_NEXT_INTERNAL_LAZY_COUNTER_H
 #define _PCPU_NEXT_INTERNAL_LAZY_COUNTER_H
@@ -28,15 +28,6 @@ long lazy_counter_batch(void);
  * and the stress (torture/lazy_counter_torture.c) to bound read().
  */
 u64 lazy_counter_read_slack(const struct lazy_counter *c);
-
-#if IS_ENABLED(CONFIG_KUNIT) || IS_ENABLED(CONFIG_PCPU_NEXT_TORTURE)
-/*
- * Fail the @nth allocation step of an upgrade from now, whatever task
- * makes it (0 clears).  Used by kunit/lazy_counter_kunit.c and the
- * stress's INJECT mode; counted in lazy_counter_stats.injected.
- */
-void lazy_counter_inject_failure(unsigned int nth);
-#endif
 
 #if IS_ENABLED(CONFIG_KUNIT)
 /*

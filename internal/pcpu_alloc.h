@@ -8,7 +8,8 @@
  *
  * Users:
  *  - the harness (torture/pcpu_alloc_torture.c, CONFIG_PCPU_NEXT_TORTURE):
- *    pn_alloc_reclaim(), pn_alloc_size_class(), pn_alloc_sized_direct();
+ *    pn_alloc_reclaim(), pn_cache_flush_work(), pn_alloc_size_class(),
+ *    pn_alloc_sized_direct();
  *  - the KUnit suites (kunit/pcpu_alloc_kunit.c, kunit/failnth_kunit.c):
  *    pn_alloc_reclaim() and the CONFIG_KUNIT block.
  */
@@ -22,6 +23,8 @@
 #if IS_ENABLED(CONFIG_KUNIT) || IS_ENABLED(CONFIG_PCPU_NEXT_TORTURE)
 /* One shrinker scan that waits for its locks (stress, KUnit). */
 unsigned long pn_alloc_reclaim(unsigned long nr);
+/* Wait for a cache's drain and maintenance work (stress, KUnit). */
+void pn_cache_flush_work(struct pn_cache *cache);
 #endif
 
 #if IS_ENABLED(CONFIG_PCPU_NEXT_TORTURE)
@@ -45,7 +48,6 @@ void pn_alloc_fail_releases(unsigned int n);
 /* Reclaim as the shrinker does it, and waiting for what it queued. */
 unsigned long pn_alloc_reclaim_count(void);
 unsigned long pn_cache_scan(struct pn_cache *cache, unsigned long nr);
-void pn_cache_flush_work(struct pn_cache *cache);
 
 /* Geometry and state a test needs to know what to expect. */
 unsigned int pn_cache_cpu_objects(struct pn_cache *cache, unsigned int cpu);

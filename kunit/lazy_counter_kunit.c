@@ -26,6 +26,7 @@
 
 #include <pcpu_next/lazy_counter.h>
 
+#include "internal/core.h"
 #include "internal/lazy_counter.h"
 
 #define LK_NR		4	/* counters per array */
@@ -332,6 +333,8 @@ static void lazy_tree_target_test(struct kunit *test)
 	struct lazy_counter *c;
 	unsigned int i, step;
 
+	if (!IS_ENABLED(CONFIG_FAULT_INJECTION))
+		kunit_skip(test, "needs CONFIG_FAULT_INJECTION");
 	c = kunit_kcalloc(test, nr, sizeof(*c), GFP_KERNEL);
 	KUNIT_ASSERT_NOT_NULL(test, c);
 	lazy_counter_init_many(c, -3, nr);
@@ -341,14 +344,14 @@ static void lazy_tree_target_test(struct kunit *test)
 
 	for (step = 1; step <= 2; step++) {
 		lazy_counter_get_stats(&s0);
-		lazy_counter_inject_failure(step);
+		pn_fault_fail_nth(PN_FAULT_UPGRADE, step);
 		KUNIT_EXPECT_EQ(test, lk_upgrade_to(c, nr, LAZY_COUNTER_TREE),
 				-ENOMEM);
 		lazy_counter_get_stats(&s1);
 		KUNIT_EXPECT_EQ(test, s1.live_groups, s0.live_groups);
 		KUNIT_EXPECT_TRUE(test, lazy_counter_is_lazy(&c[nr - 1]));
 	}
-	lazy_counter_inject_failure(0);
+	pn_fault_fail_nth(PN_FAULT_UPGRADE, 0);
 
 	lazy_counter_get_stats(&s0);
 	KUNIT_ASSERT_EQ(test, lk_upgrade_to(c, nr, LAZY_COUNTER_TREE), 0);
@@ -658,10 +661,12 @@ static void lazy_inject_failure_test(struct kunit *test)
 	struct lazy_counter c[LK_NR];
 	unsigned int step, i;
 
+	if (!IS_ENABLED(CONFIG_FAULT_INJECTION))
+		kunit_skip(test, "needs CONFIG_FAULT_INJECTION");
 	lazy_counter_init_many(c, 10, LK_NR);
 	for (step = 1; step <= 2; step++) {
 		lazy_counter_get_stats(&s0);
-		lazy_counter_inject_failure(step);
+		pn_fault_fail_nth(PN_FAULT_UPGRADE, step);
 		KUNIT_EXPECT_EQ(test, lk_upgrade(c, LK_NR), -ENOMEM);
 		lazy_counter_get_stats(&s1);
 		KUNIT_EXPECT_EQ(test, s1.upgrade_failures,
@@ -676,7 +681,7 @@ static void lazy_inject_failure_test(struct kunit *test)
 					10 + 3 * (s64)step);
 		}
 	}
-	lazy_counter_inject_failure(0);
+	pn_fault_fail_nth(PN_FAULT_UPGRADE, 0);
 	KUNIT_EXPECT_EQ(test, lk_upgrade(c, LK_NR), 0);
 	for (i = 0; i < LK_NR; i++) {
 		KUNIT_EXPECT_FALSE(test, lazy_counter_is_lazy(&c[i]));

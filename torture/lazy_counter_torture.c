@@ -14,13 +14,15 @@
  * array from a workqueue).  Every worker keeps a private reference of what
  * it added.  At a random moment of the round the process's upgrader acts:
  * nobody (NEVER), the owner (OWNER), a remote worker (REMOTE), both racing
- * (BOTH), or the owner with its first attempt failed by the countdown hook
- * lazy_counter_inject_failure() (INJECT).  At quiescence, every counter of
+ * (BOTH), or the owner with its first attempt failed (INJECT: the
+ * upgrade site's fault_attr armed for the owner's own task with
+ * pn_fault_fail_nth(); not in faults= runs, whose window owns that attr,
+ * nor without CONFIG_FAULT_INJECTION).  At quiescence, every counter of
  * every process must sum (lazy_counter_sum() and _sum_local()) to its
  * initial value plus the references, lazy_counter_read() must lie within
  * lazy_counter_read_slack() of the sum, and the mode must match whether
  * an upgrade returned 0.  Over the run, every upgrade failure must be an
- * injected one (the countdown's, or with faults= the fault_attrs of the
+ * injected one (INJECT's, or with faults= the fault_attrs of the
  * upgrade and chunk-creation sites, armed for the whole run) and each
  * injected failure must have failed exactly one upgrade; no group may be
  * left alive.  The summary reports rounds, processes, operations, upgraded
@@ -133,11 +135,12 @@ static void lazy_st_try_upgrade(struct lazy_st *st, struct lazy_st_proc *p,
 	int ret;
 
 	if (inject)
-		lazy_counter_inject_failure(1 + (pn_rand_state(&st->seed) & 1));
+		pn_fault_fail_nth(PN_FAULT_UPGRADE,
+				  1 + (pn_rand_state(&st->seed) & 1));
 	ret = lazy_counter_upgrade_many(p->c, LAZY_ST_NR, p->target,
 					GFP_KERNEL);
 	if (inject)
-		lazy_counter_inject_failure(0);
+		pn_fault_fail_nth(PN_FAULT_UPGRADE, 0);
 	if (!ret)
 		WRITE_ONCE(p->done, true);
 	else if (ret == -ENOMEM)
@@ -256,7 +259,7 @@ static int lazy_stress(struct pn_run *run)
 	struct lazy_counter_stats st0, st1;
 	unsigned int r, pi, i, upgraded = 0;
 	struct lazy_st st = {};
-	u64 ops = 0, injected = 0;
+	u64 ops = 0, injected, injected0;
 	int ret = 0;
 
 	st.nproc = run->p.objects ? : max(nthreads / 4, 1U);
@@ -278,7 +281,9 @@ static int lazy_stress(struct pn_run *run)
 	 * the whole run (should_fail() on lazy_fail_upgrade and
 	 * pn_fail_chunk; the rounds' setup and checks allocate nothing).
 	 */
-	pn_fault_arm(run);
+	pn_fault_arm(run);	/* resets the site counts with faults= */
+	injected0 = pn_fault_injected(PN_FAULT_UPGRADE) +
+		    pn_fault_injected(PN_FAULT_CHUNK);
 	for (r = 0; r < rounds && !ret; r++) {
 		u64 now = ktime_get_ns();
 
@@ -295,6 +300,10 @@ static int lazy_stress(struct pn_run *run)
 			lazy_counter_auto_init(&p->autoup, p->c, LAZY_ST_NR,
 					       p->target, 2000);
 			p->mode = pn_rand(run) % LAZY_ST_NR_MODES;
+			/* faults= owns the attr INJECT would arm */
+			if (p->mode == LAZY_ST_INJECT &&
+			    (run->p.faults || !IS_ENABLED(CONFIG_FAULT_INJECTION)))
+				p->mode = LAZY_ST_OWNER;
 			p->upgrade_ns = now + (u64)(pn_rand(run) % round_ms) *
 					      NSEC_PER_MSEC;
 			p->done = false;
@@ -317,11 +326,9 @@ static int lazy_stress(struct pn_run *run)
 		}
 	}
 	pn_fault_disarm(run);	/* workers stopped, auto-upgrade work flushed */
-	if (run->p.faults)
-		injected = pn_fault_injected(PN_FAULT_UPGRADE) +
-			   pn_fault_injected(PN_FAULT_CHUNK);
+	injected = pn_fault_injected(PN_FAULT_UPGRADE) +
+		   pn_fault_injected(PN_FAULT_CHUNK) - injected0;
 	lazy_counter_get_stats(&st1);
-	injected += st1.injected - st0.injected;
 	pn_printf(run, "rounds=%u procs=%u ops=%llu upgraded=%u ", r, st.nproc,
 		  ops, upgraded);
 	pn_printf(run, "auto=%llu upgrades=%llu races=%llu failures=%llu ",
@@ -331,7 +338,7 @@ static int lazy_stress(struct pn_run *run)
 		  st1.upgrade_failures - st0.upgrade_failures);
 	/*
 	 * Every injected failure (faults= window, or the INJECT mode's
-	 * countdown) failed exactly one upgrade, and nothing else did: an
+	 * fault_attr) failed exactly one upgrade, and nothing else did: an
 	 * upgrade stops at its first failed step, and these runs have no
 	 * real allocation failures.  The counters stayed exact (checked
 	 * per round above) and lazy wherever the upgrade failed.

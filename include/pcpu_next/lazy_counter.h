@@ -491,8 +491,6 @@ static inline void lazy_counter_add_remote_auto(struct lazy_counter_auto *a,
  * @auto_triggers: automatic upgrades queued (rate threshold crossed)
  * @auto_upgrades: automatic upgrade work items whose upgrade call returned 0
  *		   (won, or found the array already claimed)
- * @injected: allocation steps failed by the module's test hook (its KUnit
- *	      suite and stress only; fault_attr failures are not counted here)
  * @misuse: adds, reads and upgrades of destroyed counters (dropped, 0,
  *	    -EINVAL); the first one of a boot also WARNs
  *
@@ -507,7 +505,6 @@ struct lazy_counter_stats {
 	u64 pcpu_allocs;
 	u64 auto_triggers;
 	u64 auto_upgrades;
-	u64 injected;
 	u64 misuse;
 };
 
