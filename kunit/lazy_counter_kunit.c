@@ -421,6 +421,18 @@ static int lk_add_here(void *arg)
 	return raw_smp_processor_id();
 }
 
+/* An online CPU other than ours and the boot CPU, or nr_cpu_ids. */
+static unsigned int lk_removable_cpu(void)
+{
+	unsigned int cpu;
+
+	for_each_online_cpu(cpu)
+		if (cpu != raw_smp_processor_id() &&
+		    cpu != cpumask_first(cpu_online_mask))
+			return cpu;
+	return nr_cpu_ids;
+}
+
 /*
  * Flat target across CPU hotplug: there is no CPU-dead fold, an offline
  * CPU keeps its delta and sum() still reads it (pn_cpus_seen); the CPU
@@ -428,17 +440,11 @@ static int lk_add_here(void *arg)
  */
 static void lazy_flat_offline_cpu_test(struct kunit *test)
 {
-	unsigned int cpu, target = nr_cpu_ids;
+	unsigned int target = lk_removable_cpu();
 	struct lazy_counter c;
 	int ret;
 
-	for_each_online_cpu(cpu) {
-		if (cpu != raw_smp_processor_id() && cpu != cpumask_first(cpu_online_mask)) {
-			target = cpu;
-			break;
-		}
-	}
-	if (target == nr_cpu_ids)
+	if (target >= nr_cpu_ids)
 		kunit_skip(test, "needs a second online CPU that is not the boot CPU");
 	lazy_counter_init_many(&c, 10, 1);
 	KUNIT_ASSERT_EQ(test, lk_upgrade(&c, 1), 0);
@@ -477,18 +483,12 @@ static int lk_add_big(void *arg)
 static void lazy_flat_batch_hotplug_test(struct kunit *test)
 {
 	int saved = READ_ONCE(percpu_counter_batch);
-	unsigned int cpu, target = nr_cpu_ids;
+	unsigned int target = lk_removable_cpu();
 	struct lazy_counter c;
 	s64 gap;
 	int ret;
 
-	for_each_online_cpu(cpu) {
-		if (cpu != raw_smp_processor_id() && cpu != cpumask_first(cpu_online_mask)) {
-			target = cpu;
-			break;
-		}
-	}
-	if (target == nr_cpu_ids)
+	if (target >= nr_cpu_ids)
 		kunit_skip(test, "needs a second online CPU that is not the boot CPU");
 	lazy_counter_init_many(&c, 0, 1);
 	KUNIT_ASSERT_EQ(test, lk_upgrade(&c, 1), 0);
