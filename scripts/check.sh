@@ -19,7 +19,7 @@
 #            kmemleak, fault injection for fail-nth), 4 vCPUs: KUnit at
 #            insmod, selftests, stress, fault-injected stress (faults=),
 #            rmmod, rmmod during a run and during a fuzzing storm, kmemleak
-#   rt       a PREEMPT_RT kernel from the same source with lockdep
+#   rt       a PREEMPT_RT kernel from the same source with KCSAN, lockdep
 #            (PROVE_RAW_LOCK_NESTING), DEBUG_ATOMIC_SLEEP, kmemleak, KUnit,
 #            fault injection (scripts/rt.config), 4 online of 8 possible
 #            CPUs: the debug lane's guest script
@@ -31,14 +31,13 @@
 #   cycles   debug kernel booted with kunit.enable=0: 100 x (insmod, short
 #            stress, rmmod); live per-CPU allocations back to their count
 #            after a warm-up round; kmemleak
-#   kcsan    the KCSAN kernel running the debug lane's guest script
 #
 # `scripts/check.sh --lane NAME` runs one lane (kselftest: the selftests
 # alone in the debug VM).  Exit status: non-zero on any failure or splat.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
-lanes="build model stock stock-rt debug rt kunitpy bench hotplug cycles kcsan"
+lanes="build model stock stock-rt debug rt kunitpy bench hotplug cycles"
 if [ "${1:-}" = --lane ]; then
 	lanes=$2
 fi
@@ -74,6 +73,7 @@ run_tap()	# lane script title shown-lines-regex: a TAP lane without a VM
 }
 
 for lane in $lanes; do
+	t_lane=$(date +%s)
 	case $lane in
 	build)
 		run_tap build build-lane.sh \
@@ -89,11 +89,6 @@ for lane in $lanes; do
 	kselftest) run_vm kselftest debug 4 4 kselftest.sh ;;
 	hotplug) run_vm hotplug debug 4 4 hotplug.sh ;;
 	cycles) run_vm cycles debug 4 4 cycles.sh kunit.enable=0 ;;
-	kcsan)
-		bash "$REPO/scripts/kernel.sh" "$REPO/scripts/kcsan.config" >/dev/null ||
-			die "kcsan kernel build"
-		run_vm kcsan kcsan 4 4 debug.sh
-		;;
 	rt)
 		# 4 online of 8 possible: nr_cpu_ids 8, so mm_cid storage grows
 		# past its first block (fail-nth reaches block growth) and the
@@ -122,6 +117,7 @@ for lane in $lanes; do
 		;;
 	*) die "unknown lane $lane" ;;
 	esac
+	echo "== lane $lane: $(($(date +%s) - t_lane)) s (kernel builds included)"
 done
 
 echo "== wall time: $(($(date +%s) - t_start)) s"

@@ -6,13 +6,13 @@
 # into the build machine's own kernel.
 #
 #   scripts/vm.sh [options] GUEST_SCRIPT
-#     --kernel stock|stock-rt|debug|kcsan|rt
+#     --kernel stock|stock-rt|debug|rt
 #                           Debian's kernel + headers (default; stock-rt:
 #                           Debian's PREEMPT_RT flavour), or a test kernel
 #                           built by scripts/kernel.sh from
 #                           scripts/<kernel>.config (debug: KASAN, lockdep,
-#                           kmemleak; kcsan: KCSAN, lockdep, kmemleak; rt:
-#                           PREEMPT_RT, lockdep, kmemleak)
+#                           kmemleak; rt: PREEMPT_RT, KCSAN,
+#                           lockdep, kmemleak)
 #     --append STR          extra kernel command line
 #     --smp N               online vCPUs (default 4)
 #     --possible N          possible CPUs (default = online).  QEMU gets N
@@ -66,11 +66,11 @@ stock-rt)
 	kdir=/usr/src/linux-headers-$abi-rt-amd64
 	bzimage=$CACHE/stock-rt-$abi/vmlinuz
 	;;
-debug | kcsan | rt)
+debug | rt)
 	kdir=$("$REPO/scripts/kernel.sh" "$REPO/scripts/$kind.config")
 	bzimage=$kdir/arch/x86/boot/bzImage
 	;;
-*) die "vm.sh: --kernel stock|stock-rt|debug|kcsan|rt" ;;
+*) die "vm.sh: --kernel stock|stock-rt|debug|rt" ;;
 esac
 [ -d "$kdir" ] && [ -s "$bzimage" ] || die "kernel $kind not available: run scripts/deps.sh"
 
