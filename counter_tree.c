@@ -31,8 +31,8 @@
  * shape: nr_levels = max(ceil(order / 3), min(order, 2)), at most 5, and
  * the order bits are spread as evenly as possible over the levels, the
  * lower levels getting the remainder (arity orders 1..4, so at most
- * 16-way fan-in).  One CPU id gives zero levels: no items, the level-0
- * counter of CPU 0 is both sums.  Levels 1..root hold
+ * 16-way fan-in).  One CPU id gives zero levels: the root is the only
+ * item and every add carries into it.  Levels 1..root hold
  * sum over l of 2^(order - a_0 - ... - a_(l-1)) items per tree.
  *
  * Carry rule.  With T_0 = B and T_l = T_(l-1) * 2^a_(l-1), a counter of
@@ -79,13 +79,56 @@
  * percpu_counter whose batch grows with the CPU count.  The level-0
  * start value is not stored in the counters: they start at 0 as the
  * allocator zeroed them and the add looks for carries in (counter +
- * level0_start), the same arithmetic modulo 2^BITS_PER_LONG, so init
- * writes no per-CPU memory and the precise sum is the plain sum of level
- * 0; the item start values need no correction, by the identity above.
- * The precise sum (and so pn_ctree_set()) reads only the CPUs that were
- * ever brought up (pn_cpus_seen, internal/core.h): a CPU that never ran
- * still holds 0, which contributes nothing, so skipping it
- * is exact; an offline CPU keeps its part and is still read.
+ * B / 2), the same arithmetic modulo 2^32, so init writes no per-CPU
+ * memory and the precise sum is the plain sum of level 0; the item start
+ * values need no correction, by the identity above.  The precise sum (and
+ * so pn_ctree_set()) reads only the CPUs that were ever brought up
+ * (pn_cpus_seen, internal/core.h): a CPU that never ran still holds 0,
+ * which contributes nothing, so skipping it is exact; an offline CPU
+ * keeps its part and is still read.
+ *
+ * Level 0 is 32 bits wide.  A level-0 counter holds its CPU's adds
+ * modulo 2^32 (half the per-CPU memory of a long, the same as
+ * percpu_counter's s32).  Nothing is lost: the carry out of an add
+ * depends only on the increment and the low b = log2(B) bits of the old
+ * and new values, which a 32-bit counter holds exactly since 2^b divides
+ * 2^32; so the tree and A are those of a 64-bit level 0.  The precise
+ * sum P comes from the identity above read the other way round,
+ *
+ *	P = A + sum over nodes of ((v mod T_next) - s)
+ *
+ * where a level-0 counter's term is ((v + B/2) mod B) - B/2, which its
+ * 32 bits hold exactly, and an item's uses its own value.  Each term is
+ * bounded by its threshold, so the precise sum reads the root and every
+ * item of the tree besides level 0 (9 items at 64 CPU ids, 73 at 512)
+ * and can never be off by a wrap of 2^32: at quiescence it is exact, and
+ * while adds run it may miss or count twice the carries that move
+ * between nodes during the read (see "Adds in flight" for their size).
+ * Init caps log2(B) + order at PN_CTREE_RANGE_ORDER = 27, which keeps
+ * under + over below 2^30.  pn_ctree_add() splits an increment beyond
+ * 2^30 either way, with preemption disabled throughout: its multiple of
+ * 2^32 rounded toward zero goes straight to the root (it changes no
+ * 32-bit counter and is a multiple of every threshold, so no item would
+ * see it), the rest (below 2^32, same sign) in ordinary adds of at most
+ * 2^30, so no add holds more than 2^30 + T_top in flight and no reader
+ * sees more than the whole add.  On a single CPU id there is no item
+ * level: B is treated as 1, every add also carries into the root (one
+ * atomic per add: a single-CPU kernel pays for the shape's generality),
+ * and under = over = 0.
+ *
+ * Items of an array.  pn_ctree_init_many() lays the items of its @nr
+ * trees out in rows: row k holds item k of every tree, and a row is a
+ * whole number of cache lines (eight trees per line).  Item k of each
+ * tree is fed by the same CPUs (item[cpu & (n - 1)] of the same level), so
+ * trees of one array, which the same tasks update together (the four
+ * rss_stat counters of an mm, say), share those lines, while different
+ * items, fed by different CPUs, never share one.  The price: a carry of
+ * one tree takes the line from a CPU carrying into the same item of
+ * another tree, and the root row is written by every tree's top-level
+ * carries, so an approximate read of one tree misses in the cache after
+ * any tree of the array carried that far.  For 64 CPU ids and four
+ * trees: 9 lines for the array, 144 bytes of items per tree instead of
+ * 576.
  *
  * Sets.  pn_ctree_set() only moves the bias, which both sums include:
  * P - A and hence the accuracy is unchanged.
@@ -134,8 +177,8 @@
  * sums P also sees the adds that completed between its two reads.)  The
  * cost on the fast path is an increment and a decrement-and-test of the
  * preempt count (a per-CPU or per-task word, no atomic, no fence; a
- * compiler barrier only without CONFIG_PREEMPT_COUNT); the single-CPU
- * shape, which never carries, skips it.
+ * compiler barrier only without CONFIG_PREEMPT_COUNT).  (|inc| here is
+ * at most PN_CTREE_STEP_MAX: pn_ctree_add() splits larger adds.)
  *
  * Use after destroy.  pn_ctree_destroy_many() leaves every tree of the
  * array destroyed: @level0 NULL (and no root or items).  A NULL per-CPU
@@ -161,9 +204,13 @@
  * each item's updates are totally ordered by coherence and each carry is
  * derived from one of them, which is all the identity needs.  Readers
  * order nothing: the approximate sum is one atomic read; the precise sum
- * reads the level-0 counters of every CPU ever brought up and is exact once the
- * adders' stores are visible (e.g. after kthread_stop() of the adders),
- * otherwise it sees any subset of the adds in flight.  CPU hotplug needs
+ * reads the root, the tree's items and the level-0 counters of every CPU
+ * ever brought up, in no particular order, and is exact once the adders'
+ * stores are visible (e.g. after kthread_stop() of the adders); while adds
+ * run it sees a subset of them, give or take the carries that move
+ * between nodes during the read (nothing orders an adder's level-0
+ * update before its carry's item updates for a remote reader, nor the
+ * reader's loads).  CPU hotplug needs
  * no callback: an offline CPU's counter keeps its value and is still
  * summed, and its uncarried remainder is covered by the bound.
  *
@@ -284,8 +331,10 @@ void pn_ctree_topo_compute(unsigned int order, struct pn_ctree_topo *t)
 
 	memset(t, 0, sizeof(*t));
 	t->order = order;
+	t->nr_items = 1;	/* the root; alone on a single CPU id */
 	if (!order)
 		return;
+	t->nr_items = 0;
 	levels = max(DIV_ROUND_UP(order, 3), min(order, 2U));
 	levels = min_t(unsigned int, levels, PN_CTREE_MAX_LEVELS);
 	t->nr_levels = levels;
@@ -397,18 +446,46 @@ int pn_ctree_subsys_init(void)
 	return 0;
 }
 
+/* Bytes of one row of items: item k of each of @nr trees, whole lines. */
+static size_t pn_ctree_row_size(unsigned int nr)
+{
+	return ALIGN(array_size(nr, sizeof(struct pn_ctree_item)),
+		     SMP_CACHE_BYTES);
+}
+
 /**
- * pn_ctree_items_size() - bytes of items one tree needs
+ * pn_ctree_items_size_many() - bytes of items an array of trees needs
+ * @nr: number of trees in the array (as given to pn_ctree_init_many())
+ *
+ * One row per item of a tree (nr_items rows: levels 1..root), each row a
+ * whole number of cache lines holding that item of every tree of the
+ * array: 8 trees share each line on 64-bit.
  *
  * Context: Any context, after module init.
- * Return: the size of the @items area per tree for pn_ctree_init(); 0 on
- * a single-CPU kernel.
+ * Return: the size of the @items area for pn_ctree_init_many(); SIZE_MAX
+ * if it overflows.
  */
-size_t pn_ctree_items_size(void)
+size_t pn_ctree_items_size_many(unsigned int nr)
 {
-	return pn_ctree_topo.nr_items * sizeof(struct pn_ctree_item);
+	return array_size(pn_ctree_topo.nr_items, pn_ctree_row_size(nr));
 }
-EXPORT_SYMBOL_GPL(pn_ctree_items_size);
+EXPORT_SYMBOL_GPL(pn_ctree_items_size_many);
+
+/**
+ * pn_ctree_batch_max() - the largest batch pn_ctree_init_many() accepts
+ *
+ * The accuracy range must stay far below 2^31 for the precise sum to
+ * recover the high bits of the 32-bit level 0 (see "Level 0 is 32 bits
+ * wide" at the top of this file): log2(batch) + log2(CPU ids) <= 27.
+ *
+ * Context: Any context, after module init.
+ * Return: a power of two, at least 2^(27 - PN_CTREE_MAX_ORDER) = 128.
+ */
+unsigned long pn_ctree_batch_max(void)
+{
+	return 1UL << (PN_CTREE_RANGE_ORDER - pn_ctree_topo.order);
+}
+EXPORT_SYMBOL_GPL(pn_ctree_batch_max);
 
 /*
  * Level-0 storage of @nr trees in one per-CPU allocation, from the
@@ -416,13 +493,13 @@ EXPORT_SYMBOL_GPL(pn_ctree_items_size);
  * contract as __alloc_percpu_gfp() (zeroed on every possible CPU, at
  * most 32 KiB) without the kernel allocator's global lock.
  */
-static unsigned long __percpu *pn_ctree_alloc_level0(unsigned int nr, gfp_t gfp)
+static u32 __percpu *pn_ctree_alloc_level0(unsigned int nr, gfp_t gfp)
 {
-	return pn_alloc_percpu_gfp(nr * sizeof(unsigned long),
-				   __alignof__(unsigned long), gfp);
+	return pn_alloc_percpu_gfp(array_size(nr, sizeof(u32)),
+				   __alignof__(u32), gfp);
 }
 
-static void pn_ctree_free_level0(unsigned long __percpu *level0)
+static void pn_ctree_free_level0(u32 __percpu *level0)
 {
 	pn_free_percpu(level0);
 }
@@ -430,11 +507,12 @@ static void pn_ctree_free_level0(unsigned long __percpu *level0)
 /**
  * pn_ctree_init_many() - initialise @nr counter trees
  * @counters: array of @nr trees, memory provided by the caller
- * @items: @nr * pn_ctree_items_size() bytes of items, provided by the
+ * @items: pn_ctree_items_size_many(@nr) bytes of items, provided by the
  *	   caller, cache-line aligned (a power-of-two kmalloc() size is);
- *	   may be NULL when pn_ctree_items_size() is 0
+ *	   the items of the @nr trees are interleaved there, row by row
  * @nr: number of trees, at least 1
- * @batch: level-0 increments per carry: a power of two greater than 1
+ * @batch: level-0 increments per carry: a power of two, at least 2 and at
+ *	   most pn_ctree_batch_max()
  * @gfp: allocation flags for the one per-CPU allocation of the level-0
  *	 counters of all @nr trees
  *
@@ -455,54 +533,52 @@ int pn_ctree_init_many(struct pn_ctree *counters, struct pn_ctree_item *items,
 {
 	const struct pn_ctree_topo *t = &pn_ctree_topo;
 	unsigned long start[PN_CTREE_MAX_LEVELS], under, over;
-	unsigned int possible = num_possible_cpus(), b, i, l;
-	unsigned long __percpu *level0;
+	unsigned int possible = num_possible_cpus(), i, l;
+	size_t row = pn_ctree_row_size(nr);
+	u32 __percpu *level0;
+	void *rows;
 
-	if (!pn_ctree_ready || !nr || batch < 2 || !is_power_of_2(batch))
+	if (!pn_ctree_ready || !nr || nr > PN_CTREE_MAX_ARRAY ||
+	    batch < 2 || !is_power_of_2(batch) || batch > pn_ctree_batch_max())
 		return -EINVAL;
-	if (t->nr_levels &&
-	    (!items || !IS_ALIGNED((unsigned long)items, SMP_CACHE_BYTES)))
-		return -EINVAL;
-	b = ilog2(batch);
-	/* under + over stays below 2^(b + order + 3): keep it far from LONG_MAX */
-	if (b + t->order + 4 >= BITS_PER_LONG)
+	if (!items || !IS_ALIGNED((unsigned long)items, SMP_CACHE_BYTES))
 		return -EINVAL;
 
 	level0 = pn_ctree_alloc_level0(nr, gfp);
 	if (!level0)
 		return -ENOMEM;
-	pn_ctree_shape(t, b, possible, &under, &over, start);
+	pn_ctree_shape(t, ilog2(batch), possible, &under, &over, start);
 
 	for (i = 0; i < nr; i++) {
 		struct pn_ctree *c = &counters[i];
-		struct pn_ctree_item *it = items ? items + i * t->nr_items : NULL;
 		unsigned int shift = 0;
 
+		/* Item k of tree i is at rows + k * row + i * sizeof(item). */
+		rows = (void *)items + i * sizeof(struct pn_ctree_item);
 		c->level0 = level0 + i;
-		c->batch_order = t->nr_levels ? b : 0;
-		c->batch = batch;
+		c->batch_order = t->nr_levels ? ilog2(batch) : 0;
+		c->stride = row;
 		c->bias = 0;
 		c->under = under;
 		c->over = over;
-		c->items = it;
-		c->root = t->nr_levels ? &it[t->nr_items - 1].count : NULL;
+		c->root = &((struct pn_ctree_item *)(rows + (t->nr_items - 1) * row))->count;
 		/*
-		 * Level 0 stays as the allocator zeroed it: the start value
+		 * Level 0 stays as the allocator zeroed it: its start value
 		 * is an offset the add applies when it looks for carries
 		 * (pn_ctree_add()), so init writes no per-CPU memory.
 		 */
-		c->level0_start = start[0];
 		for (l = 1; l < t->nr_levels; l++) {
 			unsigned int j, n;
 
 			shift += t->arity_order[l - 1];
 			n = 1U << (t->order - shift);
-			for (j = 0; j < n; j++)
-				atomic_long_set(&it[j].count, start[l]);
-			it += n;
+			for (j = 0; j < n; j++) {
+				atomic_long_set(&((struct pn_ctree_item *)rows)->count,
+						start[l]);
+				rows += row;
+			}
 		}
-		if (c->root)
-			atomic_long_set(c->root, 0);
+		atomic_long_set(c->root, 0);
 	}
 	return 0;
 }
@@ -512,7 +588,8 @@ EXPORT_SYMBOL_GPL(pn_ctree_init_many);
  * pn_ctree_init() - initialise one counter tree
  * @counter: the tree, memory provided by the caller
  * @items: pn_ctree_items_size() bytes of items, provided by the caller
- * @batch: level-0 increments per carry: a power of two greater than 1
+ * @batch: level-0 increments per carry: a power of two, at least 2 and at
+ *	   most pn_ctree_batch_max()
  * @gfp: allocation flags for the per-CPU level-0 counter
  *
  * Context: As pn_ctree_init_many(): process context if @gfp may sleep;
@@ -553,7 +630,6 @@ void pn_ctree_destroy_many(struct pn_ctree *counters, unsigned int nr)
 	for (i = 0; i < nr; i++) {
 		WRITE_ONCE(counters[i].level0, NULL);
 		counters[i].root = NULL;
-		counters[i].items = NULL;
 	}
 }
 EXPORT_SYMBOL_GPL(pn_ctree_destroy_many);
@@ -577,7 +653,9 @@ EXPORT_SYMBOL_GPL(pn_ctree_destroy);
 static void pn_ctree_propagate(struct pn_ctree *c, unsigned long carry)
 {
 	const struct pn_ctree_topo *t = &pn_ctree_topo;
-	struct pn_ctree_item *level = c->items;
+	size_t row = c->stride;
+	/* this tree's item 0; its item k is k rows further */
+	void *level = (void *)c->root - (size_t)(t->nr_items - 1) * row;
 	unsigned int cpu = smp_processor_id();
 	unsigned int order = c->batch_order, shift = 0, l;
 
@@ -589,18 +667,67 @@ static void pn_ctree_propagate(struct pn_ctree *c, unsigned long carry)
 		nr = 1U << (t->order - shift);
 		/* Low bits of this item would change: it must see the carry. */
 		if (carry & ((1UL << order) - 1)) {
-			atomic_long_t *cnt = &level[cpu & (nr - 1)].count;
+			struct pn_ctree_item *it = level + (cpu & (nr - 1)) * row;
 			unsigned long res;
 
-			res = atomic_long_add_return_relaxed((long)carry, cnt);
+			res = atomic_long_add_return_relaxed((long)carry, &it->count);
 			carry = pn_ctree_carry(res - carry, res, order,
 					       BITS_PER_LONG);
 			if (likely(!carry))
 				return;
 		}
-		level += nr;
+		level += nr * row;
 	}
 	atomic_long_add((long)carry, c->root);
+}
+
+/* One step of an add, |@inc| <= PN_CTREE_STEP_MAX; see pn_ctree_add(). */
+static __always_inline void pn_ctree_add_step(struct pn_ctree *counter,
+					      u32 __percpu *level0, long inc)
+{
+	unsigned int b = counter->batch_order;
+	unsigned long r, carry;
+
+	preempt_disable();
+	/*
+	 * The counter modulo 2^32 as if it had started at B / 2 (see init;
+	 * 0 on a single CPU id, where b is 0 and every add carries): the
+	 * carry depends only on the low b bits of the old and new values,
+	 * which the 32-bit counter holds exactly.
+	 */
+	r = (unsigned long)this_cpu_add_return(*level0, (u32)inc) +
+	    ((1UL << b) >> 1);
+	carry = pn_ctree_carry(r - inc, r, b, BITS_PER_LONG);
+	if (unlikely(carry))
+		pn_ctree_propagate(counter, carry);
+	preempt_enable();
+}
+
+/*
+ * An add of more than PN_CTREE_STEP_MAX either way: its multiple of 2^32
+ * rounded toward zero goes straight to the root (it changes no 32-bit
+ * level-0 counter and is a multiple of every carry threshold, so no item
+ * would see it), the rest (below 2^32, the same sign) in steps of at
+ * most 2^30, so that no add holds more than PN_CTREE_STEP_MAX + T_top in
+ * flight and no reader ever sees more than the whole add.  All of it
+ * with preemption disabled, as one ordinary add is.
+ */
+static noinline void pn_ctree_add_large(struct pn_ctree *counter,
+					u32 __percpu *level0, long inc)
+{
+	unsigned long mag = inc < 0 ? -(unsigned long)inc : (unsigned long)inc;
+	unsigned long hi = mag & ~(BIT_ULL(32) - 1);
+	long lo = (long)(mag - hi), step;	/* [0, 2^32) */
+
+	preempt_disable();
+	while (lo) {
+		step = min(lo, PN_CTREE_STEP_MAX);
+		pn_ctree_add_step(counter, level0, inc < 0 ? -step : step);
+		lo -= step;
+	}
+	if (hi)
+		atomic_long_add(inc < 0 ? -(long)hi : (long)hi, counter->root);
+	preempt_enable();
 }
 
 /**
@@ -615,7 +742,8 @@ static void pn_ctree_propagate(struct pn_ctree *c, unsigned long carry)
  * atomics), so a preempted caller never holds a carry; only an interrupt
  * on this CPU, or a descheduled vCPU, can keep the add in flight, which
  * widens the accuracy range by at most |@inc| + T_top - 1 meanwhile (see
- * "Adds in flight" in the essay at the top of this file).
+ * "Adds in flight" in the essay at the top of this file).  An @inc of
+ * more than 2^30 either way is split (see "Level 0 is 32 bits wide").
  *
  * On a destroyed tree the add is dropped (and WARNs once).
  *
@@ -626,38 +754,59 @@ static void pn_ctree_propagate(struct pn_ctree *c, unsigned long carry)
  */
 void pn_ctree_add(struct pn_ctree *counter, long inc)
 {
-	unsigned long __percpu *level0 = READ_ONCE(counter->level0);
-	unsigned long res, carry;
+	u32 __percpu *level0 = READ_ONCE(counter->level0);
 
 	if (unlikely(!level0)) {	/* destroyed */
 		__pn_ctree_misuse();
 		return;
 	}
-	if (!counter->batch_order) {	/* one CPU: no tree, nothing to carry */
-		this_cpu_add(*level0, inc);
+	if (unlikely(inc > PN_CTREE_STEP_MAX || inc < -PN_CTREE_STEP_MAX)) {
+		pn_ctree_add_large(counter, level0, inc);
 		return;
 	}
-	preempt_disable();
-	/* the counter as if it had started at level0_start (see init) */
-	res = this_cpu_add_return(*level0, inc) + counter->level0_start;
-	carry = pn_ctree_carry(res - inc, res, counter->batch_order,
-			       BITS_PER_LONG);
-	if (unlikely(carry))
-		pn_ctree_propagate(counter, carry);
-	preempt_enable();
+	pn_ctree_add_step(counter, level0, inc);
 }
 EXPORT_SYMBOL_GPL(pn_ctree_add);
 
-/* The caller checked that @level0 (c->level0) is not NULL. */
+/*
+ * The sum of level 0, less the bias, from the identity of the essay:
+ * P = A + the sum over every node of its part below its carry threshold
+ * less its start value, ((v + s0) mod B) - s0 for a level-0 counter
+ * (which holds those bits exactly in 32 bits), (v mod T_l) - s_l for an
+ * item of level l, and the root A itself.  Every term is bounded by its
+ * threshold, so no read can be off by a wrap: at quiescence the result
+ * is exact, and while adds run it misses or double-counts at most the
+ * carries that move between the nodes during the read (each at most
+ * |inc| + T_top - 1 of one add in flight, |inc| <= PN_CTREE_STEP_MAX).
+ * The caller checked that @level0 (c->level0) is not NULL.
+ */
 static unsigned long pn_ctree_level0_sum(struct pn_ctree *c,
-					 unsigned long __percpu *level0)
+					 u32 __percpu *level0)
 {
-	unsigned long sum = 0;
-	unsigned int cpu;
+	const struct pn_ctree_topo *t = &pn_ctree_topo;
+	unsigned long start[PN_CTREE_MAX_LEVELS], under, over, sum;
+	unsigned int b = c->batch_order, order = b, shift = 0, cpu, l;
+	unsigned long s0 = (1UL << b) >> 1, low0 = (1UL << b) - 1;
+	void *item = (void *)c->root - (size_t)(t->nr_items - 1) * c->stride;
 
-	/* CPUs never brought up still hold 0: skip them. */
+	pn_ctree_shape(t, b, num_possible_cpus(), &under, &over, start);
+	sum = atomic_long_read(c->root);
+	for (l = 1; l < t->nr_levels; l++) {
+		unsigned int j, n;
+
+		shift += t->arity_order[l - 1];
+		order += t->arity_order[l - 1];
+		n = 1U << (t->order - shift);
+		for (j = 0; j < n; j++) {
+			unsigned long v = atomic_long_read(&((struct pn_ctree_item *)item)->count);
+
+			sum += (v & ((1UL << order) - 1)) - start[l];
+			item += c->stride;
+		}
+	}
+	/* CPUs never brought up still hold 0, a zero term: skip them. */
 	for_each_cpu(cpu, pn_cpus_seen)
-		sum += READ_ONCE(*per_cpu_ptr(level0, cpu));
+		sum += ((READ_ONCE(*per_cpu_ptr(level0, cpu)) + s0) & low0) - s0;
 	return sum;
 }
 
@@ -672,7 +821,7 @@ static unsigned long pn_ctree_level0_sum(struct pn_ctree *c,
  */
 long pn_ctree_precise_sum(struct pn_ctree *counter)
 {
-	unsigned long __percpu *level0 = READ_ONCE(counter->level0);
+	u32 __percpu *level0 = READ_ONCE(counter->level0);
 
 	if (unlikely(!level0))
 		return __pn_ctree_misuse();
@@ -828,7 +977,7 @@ EXPORT_SYMBOL_GPL(pn_ctree_precise_compare_value);
  */
 void pn_ctree_set(struct pn_ctree *counter, long v)
 {
-	unsigned long __percpu *level0 = READ_ONCE(counter->level0);
+	u32 __percpu *level0 = READ_ONCE(counter->level0);
 
 	if (unlikely(!level0)) {
 		__pn_ctree_misuse();

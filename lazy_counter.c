@@ -596,10 +596,10 @@ static const struct lazy_target_ops lazy_flat_ops = {
  */
 static int lazy_tree_setup(struct lazy_group *g, gfp_t gfp)
 {
-	size_t isz = pn_ctree_items_size();
+	size_t isz = pn_ctree_items_size_many(g->nr);
 	size_t hdr = ALIGN(array_size(g->nr, sizeof(struct pn_ctree)),
 			   SMP_CACHE_BYTES);
-	size_t total = size_add(hdr, array_size(g->nr, isz));
+	size_t total = size_add(hdr, isz);
 	unsigned long batch;
 	struct pn_ctree *trees;
 	unsigned int i;
@@ -614,8 +614,8 @@ static int lazy_tree_setup(struct lazy_group *g, gfp_t gfp)
 	if (!trees)
 		return -ENOMEM;
 	batch = roundup_pow_of_two(max(lazy_counter_batch(), 2L));
-	ret = pn_ctree_init_many(trees, isz ? (void *)trees + hdr : NULL,
-				 g->nr, batch, gfp);
+	batch = min(batch, pn_ctree_batch_max());
+	ret = pn_ctree_init_many(trees, (void *)trees + hdr, g->nr, batch, gfp);
 	if (ret) {
 		kfree(trees);
 		return ret;

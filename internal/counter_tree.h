@@ -25,6 +25,15 @@
 
 #define PN_CTREE_MAX_LEVELS	5	/* carry levels, root excluded */
 #define PN_CTREE_MAX_ORDER	20	/* up to 2^20 CPU ids */
+/*
+ * log2(batch) + log2(CPU ids) is at most this: the accuracy range then
+ * stays below 2^30, which the precise sum needs to take the high bits of
+ * the 32-bit level 0 from the root (counter_tree.c, "Level 0 is 32 bits
+ * wide").
+ */
+#define PN_CTREE_RANGE_ORDER	27
+/* Larger adds are split so that none holds more than this in flight. */
+#define PN_CTREE_STEP_MAX	((long)BIT(30))
 
 /**
  * struct pn_ctree_topo - the shape of every tree on this machine
@@ -69,8 +78,10 @@ unsigned int pn_ctree_expect_misuse(unsigned int n);
  * The counter stands for the value floor(v / 2^@order) * 2^@order in the
  * next level; the carry is the change of that value:
  * (res & ~(2^@order - 1)) - (orig & ~(2^@order - 1)), modulo 2^@width.
- * The real counters are BITS_PER_LONG wide, and the library passes that
- * constant, so the width test folds away at compile time (the function is
+ * The library computes carries in unsigned long arithmetic (the items
+ * are longs; a 32-bit level-0 counter is widened first, its low bits,
+ * all a carry depends on, unchanged) and passes BITS_PER_LONG as the
+ * width, so the width test folds away at compile time (the function is
  * always inlined) and leaves two masks and a subtraction on the fast
  * path; smaller widths exist only so that KUnit can check the arithmetic
  * exhaustively.

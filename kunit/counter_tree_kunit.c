@@ -48,7 +48,7 @@ static void pn_ct_release(void *data)
 /* Items must be cache-line aligned: power-of-two kmalloc sizes are. */
 static void *pn_ct_items(struct kunit *test, unsigned int nr)
 {
-	size_t sz = roundup_pow_of_two(max_t(size_t, nr * pn_ctree_items_size(),
+	size_t sz = roundup_pow_of_two(max_t(size_t, pn_ctree_items_size_many(nr),
 					     SMP_CACHE_BYTES));
 	void *p = kunit_kzalloc(test, sz, GFP_KERNEL);
 
@@ -137,6 +137,18 @@ static long pn_ct_rand_inc(u64 *rnd)
 	return (r & 4) ? -inc : inc;
 }
 
+/* Trees whose item k shares one cache line. */
+#define PN_CT_PER_LINE	(SMP_CACHE_BYTES / sizeof(struct pn_ctree_item))
+
+/* Item @k (0 = the first of level 1, nr_items - 1 = the root) of tree @c. */
+static atomic_long_t *pn_ct_item(struct pn_ctree *c, unsigned int k)
+{
+	unsigned int n = pn_ctree_topology()->nr_items;
+	void *item0 = (void *)c->root - (size_t)(n - 1) * c->stride;
+
+	return &((struct pn_ctree_item *)(item0 + (size_t)k * c->stride))->count;
+}
+
 /* ---- topology and accuracy ---- */
 
 static void pn_ct_topology_shapes(struct kunit *test)
@@ -159,13 +171,23 @@ static void pn_ct_topology_shapes(struct kunit *test)
 			items += 1U << (order - sum);
 		}
 		KUNIT_EXPECT_EQ_MSG(test, sum, order, "order %u", order);
-		KUNIT_EXPECT_EQ_MSG(test, t.nr_items, items, "order %u", order);
+		/* a single CPU id still has its root */
+		KUNIT_EXPECT_EQ_MSG(test, t.nr_items, order ? items : 1U,
+				    "order %u", order);
 	}
-	/* The live shape follows nr_cpu_ids, and items are whole lines. */
+	/*
+	 * The live shape follows nr_cpu_ids; items come in rows of whole
+	 * lines, one row per item, shared by up to a line's worth of trees.
+	 */
 	KUNIT_EXPECT_EQ(test, live->order, (unsigned int)order_base_2(nr_cpu_ids));
 	KUNIT_EXPECT_EQ(test, pn_ctree_items_size(),
-			live->nr_items * sizeof(struct pn_ctree_item));
-	KUNIT_EXPECT_EQ(test, sizeof(struct pn_ctree_item) % SMP_CACHE_BYTES, 0UL);
+			live->nr_items * (size_t)SMP_CACHE_BYTES);
+	KUNIT_EXPECT_EQ(test, pn_ctree_items_size_many(PN_CT_PER_LINE),
+			live->nr_items * (size_t)SMP_CACHE_BYTES);
+	KUNIT_EXPECT_EQ(test, pn_ctree_items_size_many(PN_CT_PER_LINE + 1),
+			live->nr_items * (size_t)SMP_CACHE_BYTES * 2);
+	KUNIT_EXPECT_EQ(test, pn_ctree_batch_max(),
+			1UL << (PN_CTREE_RANGE_ORDER - live->order));
 }
 
 /*
@@ -176,7 +198,7 @@ static const struct {
 	unsigned int cpus, levels, items;
 	unsigned long under, over;
 } pn_ct_table[] = {
-	{ 1, 0, 0, 0, 0 },
+	{ 1, 0, 1, 0, 0 },
 	{ 2, 1, 1, 30, 32 },
 	{ 4, 2, 3, 124, 64 },
 	{ 8, 2, 3, 248, 192 },
@@ -287,7 +309,8 @@ static void pn_ct_carry_full_width(struct kunit *test)
 
 static void pn_ct_init_rejects(struct kunit *test)
 {
-	static const unsigned long bad[] = { 0, 1, 3, 6, 48, 1UL << 62 };
+	const unsigned long max = pn_ctree_batch_max();
+	const unsigned long bad[] = { 0, 1, 3, 6, 48, max * 2, 1UL << 62 };
 	struct pn_ctree c;
 	void *items = pn_ct_items(test, 1);
 	unsigned int i;
@@ -296,17 +319,17 @@ static void pn_ct_init_rejects(struct kunit *test)
 		KUNIT_EXPECT_EQ_MSG(test, pn_ctree_init(&c, items, bad[i], GFP_KERNEL),
 				    -EINVAL, "batch %lu", bad[i]);
 	KUNIT_EXPECT_EQ(test, pn_ctree_init_many(&c, items, 0, 32, GFP_KERNEL), -EINVAL);
-	if (pn_ctree_topology()->nr_levels) {
-		KUNIT_EXPECT_EQ(test, pn_ctree_init(&c, NULL, 32, GFP_KERNEL), -EINVAL);
-		KUNIT_EXPECT_EQ(test, pn_ctree_init(&c, items + 8, 32, GFP_KERNEL), -EINVAL);
-	} else {
-		/* One CPU: no items needed, the tree degenerates to level 0. */
-		KUNIT_ASSERT_EQ(test, pn_ctree_init(&c, NULL, 32, GFP_KERNEL), 0);
-		pn_ctree_add(&c, -77);
-		pn_ct_check(test, &c, -77);
-		KUNIT_EXPECT_EQ(test, pn_ctree_approx_sum(&c), -77L);
-		pn_ctree_destroy(&c);
-	}
+	KUNIT_EXPECT_EQ(test, pn_ctree_init_many(&c, items, PN_CTREE_MAX_ARRAY + 1,
+						 32, GFP_KERNEL), -EINVAL);
+	/* every shape has a root, so items are always needed, whole lines */
+	KUNIT_EXPECT_EQ(test, pn_ctree_init(&c, NULL, 32, GFP_KERNEL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, pn_ctree_init(&c, items + 8, 32, GFP_KERNEL), -EINVAL);
+	/* the largest batch is accepted, and exact */
+	KUNIT_ASSERT_EQ(test, pn_ctree_init(&c, items, max, GFP_KERNEL), 0);
+	pn_ctree_add(&c, -77);
+	pn_ctree_add(&c, (long)max * 3 + 1);
+	pn_ct_check(test, &c, (long)max * 3 - 76);
+	pn_ctree_destroy(&c);
 }
 
 static void pn_ct_degenerate_shape(struct kunit *test)
@@ -316,7 +339,7 @@ static void pn_ct_degenerate_shape(struct kunit *test)
 
 	pn_ctree_topo_compute(0, &t);
 	KUNIT_EXPECT_EQ(test, t.nr_levels, 0U);
-	KUNIT_EXPECT_EQ(test, t.nr_items, 0U);
+	KUNIT_EXPECT_EQ(test, t.nr_items, 1U);	/* the root alone */
 	pn_ctree_accuracy(&t, 5, 1, &u, &o);
 	KUNIT_EXPECT_EQ(test, u, 0UL);
 	KUNIT_EXPECT_EQ(test, o, 0UL);
@@ -388,22 +411,148 @@ static void pn_ct_aligned_add_skips_items(struct kunit *test)
 	struct pn_ctree *c = pn_ct_new(test, 1, 8);
 	long before, inc = 8L << t->order;
 	unsigned long *snap;
-	unsigned int i, n = t->nr_items ? t->nr_items - 1 : 0;
+	unsigned int i, n = t->nr_items - 1;
 
 	snap = kunit_kcalloc(test, n + 1, sizeof(*snap), GFP_KERNEL);
 	KUNIT_ASSERT_NOT_NULL(test, snap);
 	pn_ctree_add(c, 3);	/* leave level 0 off its start */
 	for (i = 0; i < n; i++)
-		snap[i] = atomic_long_read(&c->items[i].count);
+		snap[i] = atomic_long_read(pn_ct_item(c, i));
 	before = pn_ctree_approx_sum(c);
 	pn_ctree_add(c, inc);
 	KUNIT_EXPECT_EQ(test, pn_ctree_approx_sum(c) - before, inc);
 	pn_ctree_add(c, -3 * inc);
 	KUNIT_EXPECT_EQ(test, pn_ctree_approx_sum(c) - before, -2 * inc);
 	for (i = 0; i < n; i++)
-		KUNIT_EXPECT_EQ_MSG(test, atomic_long_read(&c->items[i].count),
+		KUNIT_EXPECT_EQ_MSG(test, atomic_long_read(pn_ct_item(c, i)),
 				    (long)snap[i], "item %u", i);
 	pn_ct_check(test, c, 3 - 2 * inc);
+}
+
+/*
+ * Level 0 is 32 bits wide: adds that wrap a CPU's counter many times, in
+ * both directions, single adds past 2^30 (split by the add) and past
+ * 2^32, the values either side of every split point; the precise sum
+ * takes its high bits from the root and must stay exact throughout.
+ */
+static void pn_ct_level0_wraps(struct kunit *test)
+{
+	static const long incs[] = {
+		(1L << 30), -(1L << 30), (1L << 30) + 1, -(1L << 30) - 1,
+		(1L << 31) - 1, -(1L << 31), (1L << 31) + 12345,
+		(1L << 32) - 1, (1L << 32), -(1L << 32) + 7, 3L << 33,
+		-(5L << 35) - 99, LONG_MAX / 8, LONG_MIN / 8, 1, -1,
+	};
+	struct pn_ctree *c = pn_ct_new(test, 2, 32);
+	unsigned int i, k;
+	long ref = 0;
+
+	for (k = 0; k < 3; k++) {
+		for (i = 0; i < ARRAY_SIZE(incs); i++) {
+			pn_ctree_add(&c[0], incs[i]);
+			ref += incs[i];
+			pn_ct_check(test, &c[0], ref);
+			pn_ct_check(test, &c[1], 0);
+		}
+		/* 2^32 in steps of 2^30 - 1: the counter wraps with no split */
+		for (i = 0; i < 5; i++) {
+			pn_ctree_add(&c[0], (1L << 30) - 1);
+			ref += (1L << 30) - 1;
+		}
+		pn_ct_check(test, &c[0], ref);
+	}
+	/* and back to zero, then below */
+	pn_ctree_add(&c[0], -ref - 5);
+	pn_ct_check(test, &c[0], -5);
+	pn_ct_check(test, &c[1], 0);
+	/* the extremes (no check in between: the sums would wrap a long) */
+	pn_ctree_add(&c[1], LONG_MIN);
+	pn_ctree_add(&c[1], LONG_MAX);
+	pn_ctree_add(&c[1], 1L << 31);
+	pn_ctree_add(&c[1], 1);
+	pn_ctree_add(&c[1], -(1L << 31));
+	pn_ct_check(test, &c[1], 0);
+	pn_ct_check(test, &c[0], -5);
+}
+
+/*
+ * Level-0 updates whose carries have not arrived (adds in flight on two
+ * CPUs, interrupted between their level-0 add and the carry, simulated
+ * by writing level 0 directly): the precise sum must count each of them
+ * or not, never be off by a wrap of 2^32, which a precise sum that took
+ * the high bits from the root (P = A + (s32)(S - A)) was once the moment
+ * they reached 2^31 together.  Writing multiples of the batch leaves
+ * every level-0 term unchanged, so the answer is the sum before them.
+ */
+static void pn_ct_inflight_no_wrap(struct kunit *test)
+{
+	struct pn_ctree *c = pn_ct_new(test, 1, 32);
+	unsigned int cpus[2], n = 0, cpu, i;
+	long p;
+
+	for_each_online_cpu(cpu)
+		if (n < ARRAY_SIZE(cpus))
+			cpus[n++] = cpu;
+	if (n < 2)
+		kunit_skip(test, "needs two online CPUs");
+	pn_ctree_add(c, 12345);
+	for (i = 0; i < n; i++)
+		*per_cpu_ptr(c->level0, cpus[i]) += 1U << 30;
+	p = pn_ctree_precise_sum(c);
+	KUNIT_EXPECT_GE(test, p, 12345L);
+	KUNIT_EXPECT_LE(test, p, 12345L + (1L << 31));
+	for (i = 0; i < n; i++)
+		*per_cpu_ptr(c->level0, cpus[i]) -= 1U << 30;
+	pn_ct_check(test, c, 12345);
+}
+
+/*
+ * The items of an array are interleaved in rows of whole lines: tree i's
+ * item k is at row k, word i.  An add to one tree changes only its own
+ * items, every item of every tree lies inside the caller's area, and no
+ * two trees share an item.
+ */
+static void pn_ct_array_rows(struct kunit *test)
+{
+	const struct pn_ctree_topo *t = pn_ctree_topology();
+	const unsigned int nr = PN_CT_PER_LINE + 3;
+	size_t row = pn_ctree_items_size_many(nr) / t->nr_items;
+	struct pn_ctree *c = pn_ct_new(test, nr, 8);
+	void *base = pn_ct_item(&c[0], 0);
+	unsigned long *snap;
+	unsigned int i, j, k;
+
+	snap = kunit_kcalloc(test, nr * t->nr_items, sizeof(*snap), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, snap);
+	KUNIT_EXPECT_EQ(test, row, 2 * (size_t)SMP_CACHE_BYTES);
+	KUNIT_EXPECT_TRUE(test, IS_ALIGNED((unsigned long)base, SMP_CACHE_BYTES));
+	for (i = 0; i < nr; i++) {
+		KUNIT_EXPECT_EQ(test, (size_t)c[i].stride, row);
+		for (k = 0; k < t->nr_items; k++)
+			KUNIT_EXPECT_PTR_EQ(test, (void *)pn_ct_item(&c[i], k),
+					    base + k * row +
+					    i * sizeof(struct pn_ctree_item));
+	}
+	for (j = 0; j < nr; j++) {
+		for (i = 0; i < nr; i++)
+			for (k = 0; k < t->nr_items; k++)
+				snap[i * t->nr_items + k] =
+					atomic_long_read(pn_ct_item(&c[i], k));
+		/* enough to carry through every level, both ways */
+		pn_ctree_add(&c[j], 8L << t->order << 4);
+		pn_ctree_add(&c[j], -(8L << t->order << 3) - 3);
+		for (i = 0; i < nr; i++) {
+			if (i == j)
+				continue;
+			for (k = 0; k < t->nr_items; k++)
+				KUNIT_EXPECT_EQ_MSG(test,
+						    atomic_long_read(pn_ct_item(&c[i], k)),
+						    (long)snap[i * t->nr_items + k],
+						    "add to tree %u moved tree %u item %u",
+						    j, i, k);
+		}
+		pn_ct_check(test, &c[j], (8L << t->order << 3) - 3);
+	}
 }
 
 static void pn_ct_set_values(struct kunit *test)
@@ -1121,6 +1270,9 @@ static struct kunit_case pn_ct_cases[] = {
 	KUNIT_CASE(pn_ct_random_walk),
 	KUNIT_CASE(pn_ct_no_early_carry),
 	KUNIT_CASE(pn_ct_aligned_add_skips_items),
+	KUNIT_CASE(pn_ct_level0_wraps),
+	KUNIT_CASE(pn_ct_array_rows),
+	KUNIT_CASE(pn_ct_inflight_no_wrap),
 	KUNIT_CASE(pn_ct_set_values),
 	KUNIT_CASE(pn_ct_init_many_independent),
 	KUNIT_CASE(pn_ct_compare_edges),

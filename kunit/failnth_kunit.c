@@ -1150,8 +1150,7 @@ static void failnth_lazy_auto(struct kunit *test)
  * struct fn_ctree - context of the counter-tree sequence
  * @trees: the array for pn_ctree_init_many()
  * @one: the tree for pn_ctree_init()
- * @items: room for FN_TREE_MANY + 1 trees' items (NULL on one CPU)
- * @nr_items: items per tree
+ * @items: the items of @trees, then those of @one
  * @cls: the size classes of the level-0 counters
  * @ret: pn_ctree_init_many()'s and pn_ctree_init()'s returns
  * @sum: precise sums of @trees, then of @one before and after a set
@@ -1162,7 +1161,6 @@ struct fn_ctree {
 	struct pn_ctree trees[FN_TREE_MANY];
 	struct pn_ctree one;
 	struct pn_ctree_item *items;
-	size_t nr_items;
 	struct fn_classes cls;
 	int ret[2];
 	long sum[FN_TREE_SUMS];
@@ -1214,7 +1212,7 @@ static enum fn_result fn_ctree_run(void *ctx)
 			fn_ctree_use(t, &t->trees[k], k, 0);
 		pn_ctree_destroy_many(t->trees, FN_TREE_MANY);
 	}
-	it = t->items ? t->items + FN_TREE_MANY * t->nr_items : NULL;
+	it = (void *)t->items + pn_ctree_items_size_many(FN_TREE_MANY);
 	t->ret[1] = pn_ctree_init(&t->one, it, FN_TREE_BATCH, FN_GFP);
 	if (!t->ret[1]) {
 		fn_ctree_use(t, &t->one, FN_TREE_MANY, 0);
@@ -1253,21 +1251,17 @@ static const struct fn_seq fn_ctree_seq = {
 static void failnth_ctree(struct kunit *test)
 {
 	struct fn_ctree *t = kunit_kzalloc(test, sizeof(*t), GFP_KERNEL);
-	size_t isz = pn_ctree_items_size();
+	/* the array's items, then the single tree's (whole cache lines) */
+	size_t isz = pn_ctree_items_size_many(FN_TREE_MANY) +
+		     pn_ctree_items_size();
 
 	KUNIT_ASSERT_NOT_NULL(test, t);
-	if (isz) {
-		/* cache-line aligned: a power-of-two kmalloc() size is */
-		t->items = kunit_kzalloc(test,
-					 roundup_pow_of_two((FN_TREE_MANY + 1) * isz),
-					 GFP_KERNEL);
-		KUNIT_ASSERT_NOT_NULL(test, t->items);
-		t->nr_items = isz / sizeof(struct pn_ctree_item);
-	}
-	fn_class_add(test, &t->cls, FN_TREE_MANY * sizeof(unsigned long),
-		     __alignof__(unsigned long));
-	fn_class_add(test, &t->cls, sizeof(unsigned long),
-		     __alignof__(unsigned long));
+	/* cache-line aligned: a power-of-two kmalloc() size is */
+	t->items = kunit_kzalloc(test, roundup_pow_of_two(isz), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, t->items);
+	fn_class_add(test, &t->cls, FN_TREE_MANY * sizeof(u32),
+		     __alignof__(u32));
+	fn_class_add(test, &t->cls, sizeof(u32), __alignof__(u32));
 	fn_drive(test, &fn_ctree_seq, t);
 }
 

@@ -18,6 +18,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/cpumask.h>
+#include <linux/log2.h>
 #include <linux/module.h>
 #include <linux/percpu.h>
 #include <linux/sched.h>
@@ -122,22 +123,25 @@ static void client_lazy(void)
 
 static void client_tree(void)
 {
+	/* four counters fed by the same tasks share their item rows */
+	struct pn_ctree tree[4];
 	struct pn_ctree_item *items;
-	struct pn_ctree tree;
 	unsigned int i;
 
-	items = kzalloc(pn_ctree_items_size(), GFP_KERNEL);
+	/* cache-line aligned: a power-of-two kmalloc() size is */
+	items = kzalloc(roundup_pow_of_two(pn_ctree_items_size_many(4)),
+			GFP_KERNEL);
 	if (!client_check(items, "tree items"))
 		return;
-	if (client_check(!pn_ctree_init(&tree, items, 32, GFP_KERNEL),
-			 "pn_ctree_init")) {
+	if (client_check(!pn_ctree_init_many(tree, items, 4, 32, GFP_KERNEL),
+			 "pn_ctree_init_many")) {
 		for (i = 0; i < 1000; i++)
-			pn_ctree_add(&tree, 3);
-		client_check(pn_ctree_precise_sum(&tree) == 3000,
+			pn_ctree_add(&tree[i & 3], 3);
+		client_check(pn_ctree_precise_sum(&tree[1]) == 750,
 			     "pn_ctree_precise_sum");
-		client_check(!pn_ctree_approx_compare_value(&tree, 3000),
+		client_check(!pn_ctree_approx_compare_value(&tree[2], 750),
 			     "pn_ctree_approx_compare_value within the range");
-		pn_ctree_destroy(&tree);
+		pn_ctree_destroy_many(tree, 4);
 	}
 	kfree(items);
 }

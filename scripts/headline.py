@@ -84,7 +84,7 @@ METRICS = [
     ('tree precise sum / percpu_counter_sum', '>=', 0.8,
      row_ratio('tree_precise_sum', 'percpu_counter_sum')),
     ('tree bytes per counter / percpu_counter', '<=', 2.0,
-     comment_ratio(r'this VM: bytes/counter tree=(\d+) .* percpu_counter=(\d+)')),
+     comment_ratio(r'this VM: bytes/counter in an array of \d+: tree=(\d+) .* percpu_counter=(\d+)')),
     ('mmcid add, real cid (user threads) / percpu_counter_add', '>=', 0.9,
      row_ratio('mmcid_counter_add (real cid)', 'percpu_counter_add (same)')),
     ('mmcid add, CPU number as cid* / percpu_counter_add', '>=', 0.9,

@@ -52,7 +52,7 @@
 /* Cache-line aligned items for @nr trees (power-of-two kmalloc sizes are). */
 static struct pn_ctree_item *pn_tree_alloc_items(unsigned int nr)
 {
-	size_t sz = max_t(size_t, nr * pn_ctree_items_size(), SMP_CACHE_BYTES);
+	size_t sz = max_t(size_t, pn_ctree_items_size_many(nr), SMP_CACHE_BYTES);
 
 	return kzalloc(roundup_pow_of_two(sz), GFP_KERNEL);
 }
@@ -147,6 +147,10 @@ static int pn_tree_stress(struct pn_run *run)
 		pn_fail(run, "batch_must_be_a_power_of_two_above_1");
 		return -EINVAL;
 	}
+	if (s.batch > pn_ctree_batch_max()) {
+		pn_fail(run, "batch_above_pn_ctree_batch_max");
+		return -EINVAL;
+	}
 	rounds = clamp(run->p.duration_ms / PN_TREE_ROUND_MS, 1U, 40U);
 
 	s.trees = kcalloc(s.nr_trees, sizeof(*s.trees), GFP_KERNEL);
@@ -205,7 +209,7 @@ static int pn_tree_stress(struct pn_run *run)
 	for (w = 0; w < s.nr_adders; w++)
 		ops += s.ops[w];
 	pn_printf(run,
-		  "trees=%u batch=%lu rounds=%u adds=%llu max_below=%lu under=%lu max_above=%lu over=%lu live_max_dev=%lu samples=%lu ",
+		  "trees=%u batch=%lu rounds=%u adds=%llu max_below=%lu under=%u max_above=%lu over=%u live_max_dev=%lu samples=%lu ",
 		  s.nr_trees, s.batch, round, ops, below, s.trees[0].under,
 		  above, s.trees[0].over, s.live_dev, s.samples);
 	pn_ctree_destroy_many(s.trees, s.nr_trees);
@@ -312,28 +316,38 @@ static int pn_tree_bench_phase(struct pn_run *run, struct pn_tree_bench *b,
 	return ret;
 }
 
-/* Accuracy and memory of a tree of 2^order slots, nr CPUs, for the bench. */
+/*
+ * Accuracy and memory of a tree of 2^order slots, nr CPUs, for the bench.
+ * Bytes per counter are those of one counter of an array of
+ * PN_TREE_BYTES_ARRAY (the rss_stat shape), every byte counted on both
+ * sides: our struct, 32-bit level 0 and a quarter of the array's
+ * interleaved item rows; percpu_counter's struct and s32 per CPU.
+ */
+#define PN_TREE_BYTES_ARRAY	4
+
 static void pn_tree_bench_shape(struct pn_run *run, const char *what,
 				unsigned int nr, unsigned long batch,
 				unsigned long pc_batch)
 {
+	const unsigned int n = PN_TREE_BYTES_ARRAY;
+	size_t row = ALIGN(n * sizeof(struct pn_ctree_item), SMP_CACHE_BYTES);
+	size_t items, level0 = nr * sizeof(u32), pc;
 	struct pn_ctree_topo t;
 	unsigned long under, over;
 
 	pn_ctree_topo_compute(order_base_2(nr), &t);
 	pn_ctree_accuracy(&t, ilog2(batch), nr, &under, &over);
+	items = DIV_ROUND_UP(t.nr_items * row, n);
+	pc = nr * sizeof(s32) + sizeof(struct percpu_counter);
 	pn_printf(run,
 		  "# %s: %u CPUs, levels=%u items=%u: tree batch=%lu under=%lu over=%lu max|err|=%lu; percpu_counter batch=%lu worst |read err| batch*CPUs=%lu\n",
 		  what, nr, t.nr_levels, t.nr_items, batch, under, over,
 		  max(under, over), pc_batch, pc_batch * nr);
 	pn_printf(run,
-		  "# %s: bytes/counter tree=%zu (level0 %zu + items %zu) percpu_counter=%zu (per-CPU s32 %zu + struct %zu)\n",
-		  what, nr * sizeof(unsigned long) +
-		  t.nr_items * sizeof(struct pn_ctree_item),
-		  nr * sizeof(unsigned long),
-		  t.nr_items * sizeof(struct pn_ctree_item),
-		  nr * sizeof(s32) + sizeof(struct percpu_counter),
-		  nr * sizeof(s32), sizeof(struct percpu_counter));
+		  "# %s: bytes/counter in an array of %u: tree=%zu (level0 %zu + items %zu + struct %zu) percpu_counter=%zu (per-CPU s32 %zu + struct %zu)\n",
+		  what, n, level0 + items + sizeof(struct pn_ctree), level0,
+		  items, sizeof(struct pn_ctree), pc, nr * sizeof(s32),
+		  sizeof(struct percpu_counter));
 }
 
 static int pn_tree_bench(struct pn_run *run)
@@ -356,8 +370,8 @@ static int pn_tree_bench(struct pn_run *run)
 	unsigned int i, ms = max(run->p.duration_ms / PN_TB_NR, 100U);
 	int ret = -ENOMEM;
 
-	if (batch < 2 || !is_power_of_2(batch)) {
-		pn_printf(run, "# batch must be a power of two above 1\n");
+	if (batch < 2 || !is_power_of_2(batch) || batch > pn_ctree_batch_max()) {
+		pn_printf(run, "# batch must be a power of two, 2..pn_ctree_batch_max()\n");
 		return -EINVAL;
 	}
 	b = kzalloc(sizeof(*b), GFP_KERNEL);

@@ -32,43 +32,49 @@
  * struct pn_ctree_item - one carry counter of levels 1..root
  * @count: carries received from the level below, modulo 2^BITS_PER_LONG
  *
- * One cache line each, so that the CPUs feeding different items do not
- * false-share.  The caller provides pn_ctree_items_size() bytes of them
- * per tree.
+ * The items of the trees of one array are interleaved: item k of every
+ * tree of the array is in row k, and a row is a whole number of cache
+ * lines (eight trees per line on 64-bit).  The same CPUs feed item k of
+ * every tree of the array, so sharing its line costs nothing, while the
+ * CPUs that feed different items never share a line.  The caller provides
+ * pn_ctree_items_size_many() bytes, cache-line aligned.
  */
 struct pn_ctree_item {
 	atomic_long_t count;
-} ____cacheline_aligned_in_smp;
+};
 
 /**
  * struct pn_ctree - a hierarchical per-CPU counter tree
- * @level0: this tree's per-CPU counter (level 0); holds every add exactly.
- *	    NULL once destroyed: every user tests it first
- * @batch_order: log2 of the batch size, 0 on a single-CPU topology
- * @root: the item whose value is the approximate sum (NULL on one CPU)
+ * @level0: this tree's per-CPU counter (level 0), 32 bits per CPU: it
+ *	    holds every add exactly modulo 2^32, and the precise sum takes
+ *	    the high bits from the root (see "Level 0 is 32 bits wide" in
+ *	    counter_tree.c).  NULL once destroyed: every user tests it first
+ * @root: the item whose value is the approximate sum, less the bias
+ * @batch_order: log2 of the batch (level-0 increments per carry); 0 on a
+ *	    single-CPU topology, where every add goes to the root too
+ * @stride: bytes from one of this tree's items to the next (a row of the
+ *	    array's interleaved items)
  * @bias: added to both sums; moved by pn_ctree_set()
- * @level0_start: the offset the add gives each level-0 counter when it
- *	looks for carries (the counters themselves start at 0)
- * @items: the tree's items, levels 1..root, pn_ctree_items_size() bytes
- * @batch: level-0 increments that make one carry to level 1
  * @under: approx >= precise - @under at quiescence
  * @over: approx <= precise + @over at quiescence
+ *
+ * 40 bytes on 64-bit; an add reads the first 24.
  */
 struct pn_ctree {
-	/* Fast path. */
-	unsigned long __percpu *level0;
-	unsigned int batch_order;
+	u32 __percpu *level0;
 	atomic_long_t *root;
+	unsigned int batch_order;
+	unsigned int stride;
 	long bias;
-	unsigned long level0_start;
-	/* Slow path. */
-	struct pn_ctree_item *items;
-	unsigned long batch;
-	unsigned long under;
-	unsigned long over;
+	unsigned int under;
+	unsigned int over;
 };
 
-size_t pn_ctree_items_size(void);
+/* Most trees in one array: their level 0 is one per-CPU allocation of 32 KiB. */
+#define PN_CTREE_MAX_ARRAY	8192
+
+size_t pn_ctree_items_size_many(unsigned int nr);
+unsigned long pn_ctree_batch_max(void);
 int pn_ctree_init_many(struct pn_ctree *counters, struct pn_ctree_item *items,
 		       unsigned int nr, unsigned long batch, gfp_t gfp);
 int pn_ctree_init(struct pn_ctree *counter, struct pn_ctree_item *items,
@@ -87,6 +93,17 @@ void pn_ctree_set(struct pn_ctree *counter, long v);
 long __pn_ctree_misuse(void);
 
 /**
+ * pn_ctree_items_size() - bytes of items one tree needs
+ *
+ * Context: Any context, after module init.
+ * Return: pn_ctree_items_size_many(1).
+ */
+static inline size_t pn_ctree_items_size(void)
+{
+	return pn_ctree_items_size_many(1);
+}
+
+/**
  * pn_ctree_approx_sum() - the approximate sum, in O(1)
  * @counter: the counter
  *
@@ -98,15 +115,12 @@ long __pn_ctree_misuse(void);
  */
 static inline long pn_ctree_approx_sum(struct pn_ctree *counter)
 {
-	unsigned long __percpu *level0 = READ_ONCE(counter->level0);
+	u32 __percpu *level0 = READ_ONCE(counter->level0);
 	unsigned long v;
 
 	if (unlikely(!level0))	/* destroyed */
 		return __pn_ctree_misuse();
-	if (counter->root)
-		v = atomic_long_read(counter->root);
-	else	/* one CPU: level 0 is exact and the only counter */
-		v = READ_ONCE(*per_cpu_ptr(level0, 0));
+	v = atomic_long_read(counter->root);
 	return (long)(v + (unsigned long)READ_ONCE(counter->bias));
 }
 
