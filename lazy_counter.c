@@ -212,8 +212,8 @@
  * this file at all: the public header's inline add reads the slot's head
  * (struct lazy_slot_head: the flat target's per-CPU delta or the tree)
  * and does the flat target's CPU-local compare-and-exchange itself, or
- * calls pn_ctree_add(), as percpu_counter_add() inlines its fast path;
- * only a fold into the central count comes here
+ * calls pn_ctree_add() (where percpu_counter_add() always calls the
+ * exported percpu_counter_add_batch()); only a fold into the central count comes here
  * (__lazy_counter_add_upgraded()).  Reads, sums and setup go through the
  * table.  The tree target
  * (LAZY_COUNTER_TREE) puts each counter of the array on a hierarchical

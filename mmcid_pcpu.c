@@ -34,8 +34,10 @@
  *
  *   struct mmcid_pcpu (kvzalloc, one per storage object)
  *   +-------------------------------------------------------------+
- *   | blk (= its unit set's blk[]), off, stride (= unit), geometry |
- *   | ops, lock, ...   ready[k]: bit i = its slot of cid           |
+ *   | fast: slot0 (its slot of cid 0), ready0, mm, stride, nr0     |
+ *   | blk (= its unit set's blk[]), off, geometry                 |
+ *   | ops, lock, ...   ready word of block k (k >= 1; block 0's is |
+ *   |                  fast.ready0): bit i = its slot of cid       |
  *   |                  first(k) + i initialised                    |
  *   | remote slot                                                 |
  *   +-------------------------------------------------------------+
@@ -90,8 +92,20 @@
  * to a thread elsewhere); only a running task owns its cid.  So a cid slot
  * is used with preemption disabled from get to put, on every kernel, like
  * this_cpu_ptr() under get_cpu().  The hot path (block present, slot
- * initialised) is a few loads and one bit test; the counter inlines it
- * around a local64_add().  A caller that is not a thread of the mm (a
+ * initialised) is a few loads and one bit test.  The counter's add goes
+ * further: mmcid_counter_add() is inline in the public header (where
+ * percpu_counter_add() calls out to percpu_counter_add_batch(); the bench
+ * compares what a client calls, each with its own inlining) and, for a
+ * cid of block 0 (every cid of a process
+ * that runs at most four threads at a time), reads only the first line
+ * of the object (struct mmcid_pcpu_fast: the mm, block 0's ready word,
+ * the object's slot of cid 0 in block 0 and the unit size) around one
+ * local64_add(); a higher cid, a first use or a missing block calls
+ * __mmcid_counter_add_task().  fast.slot0 is stored by every owner that
+ * initialises a slot of block 0, before its ready bit (the same value
+ * each time: block 0 of a unit set never moves while a member can reach
+ * it), so an adder that sees the bit with acquire ordering sees slot0.
+ * A caller that is not a thread of the mm (a
  * kernel thread, including one that borrowed the mm with
  * kthread_use_mm(), a ptrace or get_user_pages_remote() style caller, a
  * thread that has already dropped its cid on exit) gets the remote slot
@@ -258,7 +272,9 @@
  * number or a fixed cid as the index (enum mmcid_src).  The access code
  * is always inlined with the source as a constant, so the exported
  * instances contain no test branch: their fast path is the mm_cid read,
- * the block and ready-bit tests and, for the counter, the local64_add().
+ * the block and ready-bit tests and, for the counter, the local64_add()
+ * (the counter's inline block-0 path in the header reads task_mm_cid()
+ * only).
  *
  * Statistics.  mmcid_pcpu counts nothing on its fast paths (a get, a put,
  * an add), so CONFIG_PCPU_NEXT_STATS changes nothing here.  The one
@@ -360,31 +376,51 @@ struct mmcid_units {
 };
 
 struct mmcid_pcpu {
-	/* The hot path reads these, then blk[k] and ready[k]. */
+	/*
+	 * First line: what the inline counter add reads (the mm, block 0's
+	 * slot and ready word), then what get's fast path reads besides,
+	 * blk[k] and the ready word of block k (mmcid_ready()).  Packed
+	 * without holes: at 256 possible CPUs the header with its 7 ready
+	 * words and an 8-byte remote slot still fits kmalloc-192.
+	 */
+	struct mmcid_pcpu_fast fast;	/* must stay first: see the header */
 	void **blk;			/* units->blk */
 	u32 off;			/* our bytes in every unit */
-	u32 stride;			/* distance between cid slots: the unit */
 	struct mmcid_geo geo;		/* the unit set's */
 	bool dead;			/* mm torn down, cid slots folded */
 	unsigned int nblk;		/* the unit set's */
-	struct mm_struct *mm;
+	u32 size;			/* slot payload */
 	struct mmcid_mm *ctx;
 	struct mmcid_units *units;
 	const struct mmcid_pcpu_ops *ops;
 	void *arg;
-	u32 size;			/* slot payload */
-	bool folded;			/* teardown folded and finalised the cid slots */
+	unsigned long grow_retry;	/* no block before this (jiffies), 0: any time */
+	struct list_head node;		/* on ctx->objs, under ctx->lock */
 	/* Protects the remote slot, block publication, dead; see above. */
 	raw_spinlock_t lock;
 	refcount_t ref;			/* creator + a running ->release */
 	atomic_t grow_attempts;		/* block allocations tried (statistic) */
-	unsigned long grow_retry;	/* no block before this (jiffies), 0: any time */
-	struct list_head node;		/* on ctx->objs, under ctx->lock */
-	struct lock_class_key *lock_key; /* lockdep class: the creation site's */
-	/* nblk words: bit i of word k set once slot i of block k is initialised */
+	bool folded;			/* teardown folded and finalised the cid slots */
+	/*
+	 * nblk - 1 words for blocks 1..nblk-1 (block 0's is fast.ready0):
+	 * bit i of block k's word set once slot i of block k is initialised
+	 */
 	unsigned long ready[];
 	/* followed by the remote slot */
 };
+
+static_assert(offsetof(struct mmcid_pcpu, fast) == 0);
+/* The packing above, where locks carry no debug state. */
+static_assert(IS_ENABLED(CONFIG_DEBUG_SPINLOCK) ||
+	      IS_ENABLED(CONFIG_DEBUG_LOCK_ALLOC) ||
+	      offsetof(struct mmcid_pcpu, ready) <= 128);
+
+/* The ready word of block k: block 0's is on the first line, for the add. */
+static __always_inline unsigned long *mmcid_ready(struct mmcid_pcpu *s,
+						  unsigned int k)
+{
+	return k ? &s->ready[k - 1] : &s->fast.ready0;
+}
 
 static __always_inline unsigned int mmcid_blk_of(const struct mmcid_geo *g,
 						 unsigned int cid)
@@ -433,7 +469,8 @@ static void mmcid_geo_init(struct mmcid_geo *g, unsigned int stride)
 
 static size_t mmcid_hdr_size(unsigned int nblk)
 {
-	return ALIGN(struct_size_t(struct mmcid_pcpu, ready, nblk), sizeof(long));
+	return ALIGN(struct_size_t(struct mmcid_pcpu, ready, nblk - 1),
+		     sizeof(long));
 }
 
 /* Bytes of a unit set's header for @unit-byte units: pointers, then map. */
@@ -711,7 +748,7 @@ static void mmcid_fini_block(struct mmcid_pcpu *s, unsigned int k, void *slots,
 	if (!fini)
 		return;
 	for_each_set_bit(i, &ready, mmcid_blk_len(&s->geo, k))
-		fini(slots + i * s->stride + s->off, s->arg);
+		fini(slots + i * s->fast.stride + s->off, s->arg);
 }
 
 /*
@@ -731,14 +768,14 @@ static void mmcid_walk(struct mmcid_pcpu *s,
 	for (k = 0; k < s->nblk; k++) {
 		unsigned int first = mmcid_blk_first(&s->geo, k);
 		/* Pairs with test_and_set_bit() after the slot's init. */
-		unsigned long ready = smp_load_acquire(&s->ready[k]);
+		unsigned long ready = smp_load_acquire(mmcid_ready(s, k));
 		void *slots;
 
 		if (!ready)
 			continue;
 		slots = READ_ONCE(s->blk[k]);
 		for_each_set_bit(i, &ready, mmcid_blk_len(&s->geo, k))
-			fn(s, slots + i * s->stride + s->off, first + i, data);
+			fn(s, slots + i * s->fast.stride + s->off, first + i, data);
 	}
 }
 
@@ -774,17 +811,17 @@ static void mmcid_teardown(struct mmcid_pcpu *s)
 
 	for (k = 0; k < s->nblk; k++) {
 		raw_spin_lock_irqsave(&s->lock, flags);
-		ready = s->ready[k];
+		ready = *mmcid_ready(s, k);
 		slots = s->blk[k];
 		if (ready) {
 			if (fold) {
 				for_each_set_bit(i, &ready,
 						 mmcid_blk_len(&s->geo, k))
 					fold(mmcid_remote(s),
-					     slots + i * s->stride + s->off,
+					     slots + i * s->fast.stride + s->off,
 					     s->arg);
 			}
-			WRITE_ONCE(s->ready[k], 0);
+			WRITE_ONCE(*mmcid_ready(s, k), 0);
 		}
 		raw_spin_unlock_irqrestore(&s->lock, flags);
 		if (!ready)
@@ -802,11 +839,11 @@ static void mmcid_free(struct mmcid_pcpu *s)
 
 	/* Not folded: the blocks stay while we count as live. */
 	for (k = 0; !s->folded && k < s->nblk; k++) {
-		unsigned long ready = s->ready[k];
+		unsigned long ready = *mmcid_ready(s, k);
 
 		if (!ready)
 			continue;
-		s->ready[k] = 0;
+		*mmcid_ready(s, k) = 0;
 		mmcid_fini_block(s, k, s->blk[k], ready);
 		cond_resched();
 	}
@@ -884,17 +921,17 @@ struct mmcid_pcpu *__mmcid_pcpu_create(struct mm_struct *mm, size_t size,
 	}
 	s->blk = u->blk;
 	s->off = off;
-	s->stride = u->unit;
+	s->fast.stride = u->unit;
+	s->fast.mm = mm;
+	s->fast.nr0 = mmcid_blk_len(&u->geo, 0);
 	s->geo = u->geo;
 	s->nblk = u->nblk;
-	s->mm = mm;
 	s->ctx = ctx;
 	s->units = u;
 	s->ops = ops;
 	s->arg = arg;
 	s->size = size;
 	/* One lockdep class per creation site, not per object: see above. */
-	s->lock_key = key;
 	raw_spin_lock_init(&s->lock);
 	lockdep_set_class_and_name(&s->lock, key, "mmcid_pcpu->lock");
 	refcount_set(&s->ref, 1);
@@ -1004,7 +1041,7 @@ static int mmcid_grow(struct mmcid_pcpu *s, unsigned int k, gfp_t gfp)
 	gfp |= __GFP_NOWARN | __GFP_NORETRY;
 	/* At most MMCID_BLK_BYTES; slots are initialised on first use. */
 	slots = pn_fault_hit(PN_FAULT_MMCID) ? NULL :
-		kmalloc_array(mmcid_blk_len(&s->geo, k), s->stride, gfp);
+		kmalloc_array(mmcid_blk_len(&s->geo, k), s->fast.stride, gfp);
 	if (!slots) {
 		unsigned long retry = jiffies + MMCID_GROW_BACKOFF;
 
@@ -1063,7 +1100,7 @@ static __always_inline int mmcid_pick(struct mmcid_pcpu *s,
 {
 	switch (src) {
 	case MMCID_SRC_TASK:
-		if (current->mm != s->mm || (current->flags & PF_KTHREAD))
+		if (current->mm != s->fast.mm || (current->flags & PF_KTHREAD))
 			return -1;
 		/*
 		 * Without CONFIG_SCHED_MM_CID this is the CPU number, which
@@ -1105,10 +1142,10 @@ static __always_inline void *mmcid_fast_slot(struct mmcid_pcpu *s,
 	if (unlikely(!slots))
 		return NULL;
 	bit = c - mmcid_blk_first(&s->geo, k);
-	if (unlikely(!test_bit_acquire(bit, &s->ready[k])))
+	if (unlikely(!test_bit_acquire(bit, mmcid_ready(s, k))))
 		return NULL;
 	*used = c;
-	return slots + bit * s->stride + s->off;
+	return slots + bit * s->fast.stride + s->off;
 }
 
 /*
@@ -1138,8 +1175,8 @@ again:
 	slots = smp_load_acquire(&s->blk[k]);
 	if (likely(slots)) {
 		bit = c - mmcid_blk_first(&s->geo, k);
-		slot = slots + bit * s->stride + s->off;
-		if (unlikely(!test_bit_acquire(bit, &s->ready[k]))) {
+		slot = slots + bit * s->fast.stride + s->off;
+		if (unlikely(!test_bit_acquire(bit, mmcid_ready(s, k)))) {
 			/*
 			 * A folded object never initialises a cid slot
 			 * again: the blocks it sees belong to live members
@@ -1149,7 +1186,15 @@ again:
 				preempt_enable();
 				goto remote;
 			}
-			mmcid_init_slot(s, slot, &s->ready[k], bit);
+			/*
+			 * Block 0's slots are reached from fast.slot0 by the
+			 * inline add; set it before our ready bit (the fully
+			 * ordered test_and_set_bit() in mmcid_init_slot()).
+			 * Every owner stores the same value.
+			 */
+			if (!k)
+				WRITE_ONCE(s->fast.slot0, slots + s->off);
+			mmcid_init_slot(s, slot, mmcid_ready(s, k), bit);
 		}
 		ref->cpu = smp_processor_id();
 		ref->cid = c;
@@ -1449,7 +1494,7 @@ int mmcid_pcpu_max_cid(struct mmcid_pcpu *s)
 	 * here belongs to a slot that was initialised.
 	 */
 	while (k--) {
-		unsigned long ready = READ_ONCE(s->ready[k]);
+		unsigned long ready = READ_ONCE(*mmcid_ready(s, k));
 
 		if (ready)
 			return mmcid_blk_first(&s->geo, k) + __fls(ready);
@@ -1505,12 +1550,17 @@ EXPORT_SYMBOL_IF_KUNIT(mmcid_pcpu_grow_attempts);
  * @s: the storage
  *
  * Context: Any context.
- * Return: the key its creation site passed.
+ * Return: the key its creation site passed; NULL without
+ * CONFIG_DEBUG_LOCK_ALLOC, where locks carry no class.
  */
 VISIBLE_IF_KUNIT const struct lock_class_key *
 mmcid_pcpu_lock_key(struct mmcid_pcpu *s)
 {
-	return s->lock_key;
+#ifdef CONFIG_DEBUG_LOCK_ALLOC
+	return s->lock.dep_map.key;
+#else
+	return NULL;
+#endif
 }
 EXPORT_SYMBOL_IF_KUNIT(mmcid_pcpu_lock_key);
 
@@ -1701,48 +1751,35 @@ static __always_inline int mmcid_counter_add_sub(struct mmcid_counter *c,
 }
 
 /**
- * mmcid_counter_add() - add to the caller's cid slot (or the remote slot)
- * @c: the counter
+ * __mmcid_counter_add_task() - the counter's add, out of line
+ * @f: the counter's first member (struct mmcid_pcpu_fast: the prototype
+ *     names it so that the symbol's modversions CRC covers the layout a
+ *     client's inline add was compiled against)
  * @delta: the amount
  * @gfp: as for mmcid_pcpu_get()
  * @cpu: if not NULL, set to the CPU the add ran on
+ * @subclass: lockdep subclass for the remote slot's lock: 0, or
+ *	      SINGLE_DEPTH_NESTING for mmcid_counter_add_nested() (any
+ *	      nonzero value means that)
  *
- * Interrupt safe: the slot is updated with local64_add().
+ * Not for callers: mmcid_counter_add() and mmcid_counter_add_nested()
+ * inline the block-0 path and call this for everything else (any cid
+ * slot, with its first use and block allocation, or the remote slot).
  *
- * Context: As for mmcid_pcpu_get(): any context but NMI if @gfp cannot
- * block, else process context that may sleep.  Not inside an access to
- * @c's storage (between mmcid_pcpu_get() and mmcid_pcpu_put()).
+ * Context: As mmcid_counter_add().
  * Return: the cid whose slot was used, or MMCID_PCPU_REMOTE.
  */
-int mmcid_counter_add(struct mmcid_counter *c, s64 delta, gfp_t gfp,
-		      unsigned int *cpu)
+int __mmcid_counter_add_task(const struct mmcid_pcpu_fast *f, s64 delta,
+			     gfp_t gfp, unsigned int *cpu, unsigned int subclass)
 {
+	struct mmcid_counter *c = (struct mmcid_counter *)f;
+
+	if (subclass)
+		return mmcid_counter_add_sub(c, delta, gfp, MMCID_SRC_TASK, 0,
+					     cpu, SINGLE_DEPTH_NESTING);
 	return mmcid_counter_add_sub(c, delta, gfp, MMCID_SRC_TASK, 0, cpu, 0);
 }
-EXPORT_SYMBOL_GPL(mmcid_counter_add);
-
-/**
- * mmcid_counter_add_nested() - mmcid_counter_add() inside an access to
- *				another object of the same lockdep class
- * @c: the counter (not the object whose access is in progress)
- * @delta: the amount
- * @gfp: allocation flags; must not block (the caller is atomic)
- * @cpu: if not NULL, set to the CPU the add ran on
- *
- * See mmcid_pcpu_get_nested(): the remote slot's lock is taken with
- * subclass SINGLE_DEPTH_NESTING.
- *
- * Context: Inside an access to another storage object; atomic, does not
- * sleep.
- * Return: the cid whose slot was used, or MMCID_PCPU_REMOTE.
- */
-int mmcid_counter_add_nested(struct mmcid_counter *c, s64 delta, gfp_t gfp,
-			     unsigned int *cpu)
-{
-	return mmcid_counter_add_sub(c, delta, gfp, MMCID_SRC_TASK, 0, cpu,
-				     SINGLE_DEPTH_NESTING);
-}
-EXPORT_SYMBOL_GPL(mmcid_counter_add_nested);
+EXPORT_SYMBOL_GPL(__mmcid_counter_add_task);
 
 static void mmcid_sum_one(const void *slot, int cid, void *data)
 {

@@ -337,6 +337,69 @@ static void mmcid_teardown(struct kunit *test)
 }
 
 /*
+ * The inline add's view of an object (struct mmcid_pcpu_fast, its first
+ * line): the mm, block 0's size, and for every cid of block 0 the slot
+ * that get hands out is fast.slot0 + cid * fast.stride with the cid's
+ * ready bit set, for two objects sharing the unit set (their slot0s a
+ * few bytes apart in the same unit); a kernel thread's inline add goes
+ * to the remote slot even with the mm attached and every slot of block 0
+ * ready (its mm_cid is -1: kthread_use_mm() gives it none); the
+ * mm's teardown clears the ready word, so no inline add can reach the
+ * folded slots any more.
+ */
+static void mmcid_fast_block0(struct kunit *test)
+{
+	struct mm_struct *mm = kt_mm(test);
+	const struct mmcid_pcpu_fast *f, *g;
+	struct mmcid_counter *c, *d;
+	struct mmcid_pcpu_ref ref;
+	unsigned int cid;
+	void *slot;
+
+	c = mmcid_counter_create(mm);
+	d = mmcid_counter_create(mm);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(c) || IS_ERR(d));
+	f = (const void *)mmcid_counter_storage(c);
+	g = (const void *)mmcid_counter_storage(d);
+	KUNIT_EXPECT_PTR_EQ(test, f->mm, mm);
+	KUNIT_EXPECT_EQ(test, f->nr0, min(4U, nr_cpu_ids));
+	KUNIT_EXPECT_EQ(test, f->stride, (u32)SMP_CACHE_BYTES);
+	KUNIT_EXPECT_EQ(test, f->ready0, 0UL);
+
+	for (cid = 0; cid < f->nr0; cid++) {
+		slot = __mmcid_pcpu_get(mmcid_counter_storage(c), &ref,
+					GFP_KERNEL, MMCID_SRC_FIXED, cid);
+		mmcid_pcpu_put(mmcid_counter_storage(c), &ref);
+		KUNIT_EXPECT_EQ(test, ref.cid, (int)cid);
+		KUNIT_EXPECT_PTR_EQ(test, slot, f->slot0 + cid * f->stride);
+		KUNIT_EXPECT_TRUE(test, f->ready0 & BIT(cid));
+		__mmcid_counter_add(d, 1, GFP_KERNEL, MMCID_SRC_FIXED, cid, NULL);
+		KUNIT_EXPECT_TRUE(test, g->ready0 & BIT(cid));
+	}
+	/* one unit set: d's slots sit next to c's in every unit */
+	KUNIT_EXPECT_PTR_NE(test, f->slot0, g->slot0);
+	KUNIT_EXPECT_LT(test, (unsigned long)abs(g->slot0 - f->slot0),
+			(unsigned long)f->stride);
+
+	/* every slot of block 0 ready: only the cid keeps us out */
+	kthread_use_mm(mm);
+	if (IS_ENABLED(CONFIG_SCHED_MM_CID))
+		KUNIT_EXPECT_LT(test, task_mm_cid(current), 0);
+	KUNIT_EXPECT_EQ(test, mmcid_counter_add(c, 5, GFP_KERNEL, NULL),
+			MMCID_PCPU_REMOTE);
+	kthread_unuse_mm(mm);
+	KUNIT_EXPECT_EQ(test, mmcid_counter_sum(c), 5LL);
+	KUNIT_EXPECT_EQ(test, mmcid_counter_sum(d), (s64)f->nr0);
+
+	mmput(mm);	/* last user: exit_mmap() -> ->release */
+	KUNIT_EXPECT_EQ(test, f->ready0, 0UL);
+	KUNIT_EXPECT_EQ(test, g->ready0, 0UL);
+	KUNIT_EXPECT_EQ(test, mmcid_counter_sum(d), (s64)f->nr0);
+	mmcid_counter_destroy(c);
+	mmcid_counter_destroy(d);
+}
+
+/*
  * A caller that may not block but runs preemptible (GFP_NOWAIT or
  * GFP_ATOMIC from process context) still gets its cid slot: the block is
  * allocated after get left its preempt-disabled section.  Allocating, or
@@ -1314,6 +1377,7 @@ static struct kunit_case mmcid_cases[] = {
 	KUNIT_CASE(mmcid_remote_kthread),
 	KUNIT_CASE(mmcid_for_each),
 	KUNIT_CASE(mmcid_teardown),
+	KUNIT_CASE(mmcid_fast_block0),
 	KUNIT_CASE(mmcid_nonblocking_grow),
 	KUNIT_CASE(mmcid_atomic_caller),
 	KUNIT_CASE(mmcid_block_bound),

@@ -87,12 +87,14 @@ METRICS = [
      comment_ratio(r'this VM: bytes/counter in an array of \d+: tree=(\d+) .* percpu_counter=(\d+)')),
     ('mmcid add, real cid (user threads) / percpu_counter_add', '>=', 0.9,
      row_ratio('mmcid_counter_add (real cid)', 'percpu_counter_add (same)')),
-    ('mmcid add, CPU number as cid* / percpu_counter_add', '>=', 0.9,
+    ('mmcid add, CPU number as cid* / percpu_counter_add', None, None,
      row_ratio('mmcid_counter_add (cid slot)', 'percpu_counter_add')),
     ('mmcid 4 x 8 B counters, 4 threads: cid slots / per-CPU', '<=', 0.125,
-     comment_ratio(r'footprint objects=4 payload=8 threads=4 possible=\d+ units.*ratio_units=([\d.]+)')),
+     comment_ratio(r'footprint objects=4 payload=8 threads=4 possible=\d+ units.*ratio_units=([\d.]+)'),
+     ('4of64',)),
     ('  the same, every byte of metadata / per-CPU', '<=', 0.25,
-     comment_ratio(r'footprint objects=4 payload=8 threads=4 possible=\d+ units.*ratio_all=([\d.]+)')),
+     comment_ratio(r'footprint objects=4 payload=8 threads=4 possible=\d+ units.*ratio_all=([\d.]+)'),
+     ('4of64',)),
     ('  the same at 256 possible (computed), every byte', '<=', 0.25,
      comment_ratio(r'footprint objects=4 payload=8 threads=4 possible=256 \(computed\).*ratio_all=([\d.]+)')),
     ('sized alloc+free, 1 thread / zeroing floor', '>=', 0.85,
@@ -114,21 +116,29 @@ def main(argv):
     head = f"{'key ratio (ours / kernel, same VM run)':56}" + \
         ''.join(f'{label:>8}' for label, _ in runs) + '  target'
     print(head)
-    for title, op, target, get in METRICS:
+    for title, op, target, get, *judged in METRICS:
         cells, verdict = '', []
-        for _, (rows, comments) in runs:
+        for label, (rows, comments) in runs:
             v = get(rows, comments)
             if v is None:
                 cells += f"{'-':>8}"
                 continue
+            if op is None or (judged and label not in judged[0]):
+                cells += f'{"(%.2f)" % v:>8}'
+                continue
             cells += f'{v:8.2f}'
             verdict.append(v >= target if op == '>=' else v <= target)
+        if op is None:
+            print(f'{title:56}{cells}  (no target)')
+            continue
         tag = 'met' if verdict and all(verdict) else \
             'missed' if verdict and not any(verdict) else \
             'partly' if verdict else 'n/a'
         print(f'{title:56}{cells}  {op} {target:<5g} {tag}')
     print('* kthreads have no mm_cid in 6.12: the control-plane bench indexes by')
-    print('  the CPU number; the real cid row comes from selftests/mmcid_bench.c.')
+    print('  the CPU number through a test-only out-of-line path (no target; the')
+    print('  real cid row, from selftests/mmcid_bench.c, is the one users take).')
+    print('(x.xx): not judged there (the footprint targets are about 64 possible).')
     print('(a benchmark, not a test: ratios from TCG, not timed asserts)')
     return 0
 

@@ -149,8 +149,9 @@ void __lazy_counter_add_upgraded(const struct lazy_counter *c, s64 amount);
  * @c: the counter; bit 0 of its state was seen set (acquire)
  * @amount: signed amount
  *
- * The target's fast path without a call into the library, as
- * percpu_counter_add() inlines its own: for the flat target a CPU-local
+ * The target's fast path without a call into the library (where
+ * percpu_counter_add() always calls the exported
+ * percpu_counter_add_batch()): for the flat target a CPU-local
  * compare-and-exchange of the per-CPU delta while it stays below the
  * batch (percpu_counter_batch, capped at lazy_counter_flat_batch_max);
  * for the tree target pn_ctree_add() directly.  A fold into the central

@@ -3,25 +3,63 @@
  * Per-mm storage indexed by the rseq concurrency id (mm_cid) instead of the
  * CPU number: a process with T threads on a machine with C possible CPUs
  * needs about min(T, C) slots, not C.  See mmcid_pcpu.c for the design;
- * the functions are documented (kernel-doc) where they are defined.
+ * the out-of-line functions are documented (kernel-doc) where they are
+ * defined, the inline counter add here.
  *
- * This is the client API, all of it exported (GPL): storage objects
+ * This is the client API, exported (GPL) or inline: storage objects
  * (create, destroy, get/put of the caller's slot, for_each, and the
  * lockless memory, slots, max_cid and mm_gone reports) and a counter on
- * top of them.  Everything a test needs besides (a chosen index, the
+ * top of them, whose add is inline (struct mmcid_pcpu_fast; clients built
+ * against the earlier header, with mmcid_counter_add() exported, must be
+ * rebuilt).  Everything a test needs besides (a chosen index, the
  * geometry, the growth statistics) is in the module's private
  * internal/mmcid_pcpu.h.
  */
 #ifndef _PCPU_NEXT_MMCID_PCPU_H
 #define _PCPU_NEXT_MMCID_PCPU_H
 
+#include <linux/bitops.h>
 #include <linux/gfp.h>
-#include <linux/lockdep_types.h>
+#include <linux/kernel.h>
+#include <linux/lockdep.h>
+#include <linux/mm.h>
+#include <linux/preempt.h>
+#include <linux/sched.h>
 #include <linux/types.h>
+#include <asm/local64.h>
 
-struct mm_struct;
 struct mmcid_pcpu;
 struct mmcid_counter;
+
+/**
+ * struct mmcid_pcpu_fast - what the inline counter add reads of an object
+ * @slot0: the object's slot of cid 0 in block 0 of its unit set (the
+ *	   slot of cid c < @nr0 is @stride * c bytes further); set before
+ *	   the first bit of @ready0 and not changed while any bit is set;
+ *	   meaningless (the block may be gone) once @ready0 is cleared
+ * @ready0: bit c set once the object's slot of cid c (< @nr0) is
+ *	    initialised; cleared when the mm is torn down
+ * @mm: the mm the object belongs to
+ * @stride: bytes between the slots of consecutive cids (the unit)
+ * @nr0: cids in block 0 (at most 4)
+ *
+ * The first member of every storage object, on its first cache line,
+ * so that mmcid_counter_add() can inline the path of a thread whose cid
+ * is in block 0 (every thread of a process that runs at most four at a
+ * time) without a call (percpu_counter_add() calls out to
+ * percpu_counter_add_batch()).  Not API: read only by the inline
+ * functions below, written only by mmcid_pcpu.c.  Its layout is part of
+ * the ABI of those inline functions: __mmcid_counter_add_task() takes it
+ * by type, so a change moves that symbol's modversions CRC and an old
+ * client is refused at load instead of adding at stale offsets.
+ */
+struct mmcid_pcpu_fast {
+	void *slot0;
+	unsigned long ready0;
+	struct mm_struct *mm;
+	u32 stride;
+	u32 nr0;
+};
 
 /* Value of mmcid_pcpu_ref.cid when the caller got the remote slot. */
 #define MMCID_PCPU_REMOTE	(-1)
@@ -128,11 +166,98 @@ struct mmcid_counter *__mmcid_counter_create(struct mm_struct *mm,
 })
 
 void mmcid_counter_destroy(struct mmcid_counter *c);
-int mmcid_counter_add(struct mmcid_counter *c, s64 delta, gfp_t gfp,
-		      unsigned int *cpu);
-int mmcid_counter_add_nested(struct mmcid_counter *c, s64 delta, gfp_t gfp,
-			     unsigned int *cpu);
+int __mmcid_counter_add_task(const struct mmcid_pcpu_fast *f, s64 delta,
+			     gfp_t gfp, unsigned int *cpu, unsigned int subclass);
 s64 mmcid_counter_sum(struct mmcid_counter *c);
+
+/*
+ * The inline part of the counter's add: the caller's cid slot when the
+ * cid is in block 0 and the slot is initialised.  With CONFIG_SCHED_MM_CID
+ * in 6.12 a task has a cid of an mm only while it runs as a user thread of
+ * it: kernel threads are created with -1 and never get one,
+ * kthread_use_mm() or not (init_task keeps 0, but has no mm), exec and
+ * exit drop it before the mm changes; so the mm test and the cid bound
+ * are the whole "is this a thread of the mm" check;
+ * without it task_mm_cid() is the CPU number and everything goes through
+ * __mmcid_counter_add_task(), which tells kernel threads apart.  The
+ * ready bit is read with acquire ordering before @slot0, which was set
+ * before any ready bit.
+ */
+static __always_inline int __mmcid_counter_add_inline(struct mmcid_counter *c,
+						      s64 delta, gfp_t gfp,
+						      unsigned int *cpu,
+						      unsigned int subclass)
+{
+	const struct mmcid_pcpu_fast *f = (const struct mmcid_pcpu_fast *)c;
+	unsigned int cid;
+
+	if (IS_ENABLED(CONFIG_DEBUG_ATOMIC_SLEEP))
+		might_sleep_if(gfpflags_allow_blocking(gfp));
+	if (IS_ENABLED(CONFIG_SCHED_MM_CID)) {
+		preempt_disable();
+		cid = task_mm_cid(current);
+		if (likely(current->mm == f->mm && cid < f->nr0 &&
+			   test_bit_acquire(cid, &f->ready0))) {
+			local64_add(delta, (local64_t *)(READ_ONCE(f->slot0) +
+							 cid * f->stride));
+			if (cpu)
+				*cpu = smp_processor_id();
+			preempt_enable();
+			return cid;
+		}
+		preempt_enable();
+	}
+	return __mmcid_counter_add_task(f, delta, gfp, cpu, subclass);
+}
+
+/**
+ * mmcid_counter_add() - add to the caller's cid slot (or the remote slot)
+ * @c: the counter
+ * @delta: the amount
+ * @gfp: as for mmcid_pcpu_get()
+ * @cpu: if not NULL, set to the CPU the add ran on
+ *
+ * Interrupt safe: the slot is updated with local64_add().  The path of a
+ * thread of the mm whose cid is in block 0 and whose slot is initialised
+ * is inline (preemption disabled around one local64_add()); everything
+ * else (first use of a cid, a missing block, a higher cid, the remote
+ * slot) is __mmcid_counter_add_task().
+ *
+ * Context: As for mmcid_pcpu_get(): any context but NMI if @gfp cannot
+ * block, else process context that may sleep.  Not inside an access to
+ * @c's storage (between mmcid_pcpu_get() and mmcid_pcpu_put()).
+ * Return: the cid whose slot was used, or MMCID_PCPU_REMOTE.
+ */
+static __always_inline int mmcid_counter_add(struct mmcid_counter *c,
+					     s64 delta, gfp_t gfp,
+					     unsigned int *cpu)
+{
+	return __mmcid_counter_add_inline(c, delta, gfp, cpu, 0);
+}
+
+/**
+ * mmcid_counter_add_nested() - mmcid_counter_add() inside an access to
+ *				another object of the same lockdep class
+ * @c: the counter (not the object whose access is in progress)
+ * @delta: the amount
+ * @gfp: allocation flags; must not block (the caller is atomic)
+ * @cpu: if not NULL, set to the CPU the add ran on
+ *
+ * See mmcid_pcpu_get_nested(): the remote slot's lock is taken with
+ * subclass SINGLE_DEPTH_NESTING.
+ *
+ * Context: Inside an access to another storage object; atomic, does not
+ * sleep.
+ * Return: the cid whose slot was used, or MMCID_PCPU_REMOTE.
+ */
+static __always_inline int mmcid_counter_add_nested(struct mmcid_counter *c,
+						    s64 delta, gfp_t gfp,
+						    unsigned int *cpu)
+{
+	return __mmcid_counter_add_inline(c, delta, gfp, cpu,
+					  SINGLE_DEPTH_NESTING);
+}
+
 struct mmcid_pcpu *mmcid_counter_storage(struct mmcid_counter *c);
 
 #endif /* _PCPU_NEXT_MMCID_PCPU_H */
