@@ -814,8 +814,13 @@ static unsigned long pn_ctree_level0_sum(struct pn_ctree *c,
  * pn_ctree_precise_sum() - the exact sum, visiting every CPU ever brought up
  * @counter: the tree
  *
+ * Reads the root, the tree's items and the level-0 counter of every CPU
+ * ever brought up (see "Level 0 is 32 bits wide" at the top of this file).
+ *
  * Context: Any context.  Exact when no add runs concurrently; otherwise
- * includes any subset of the concurrent adds.
+ * it includes a subset of the concurrent adds, give or take the carries
+ * that move between nodes during the read (each at most |inc| + T_top - 1
+ * of one add in flight, |inc| <= 2^30 after the add's split).
  * Return: the sum of all adds since init (or the last set), plus the set
  * value; 0 for a destroyed tree (which WARNs once).
  */
@@ -970,7 +975,9 @@ EXPORT_SYMBOL_GPL(pn_ctree_precise_compare_value);
  *
  * Moves the bias only: the approximation moves by the same amount and
  * stays within the accuracy range.  Adds racing with the set may or may
- * not be included; callers that need an exact result exclude them.  On a
+ * not be included, and a carry moving during its precise read may be
+ * missed or counted twice (see pn_ctree_precise_sum()); callers that need
+ * an exact result exclude them.  On a
  * destroyed tree the set is dropped (and WARNs once).
  *
  * Context: Any context.
