@@ -6,13 +6,16 @@
 # into the build machine's own kernel.
 #
 #   scripts/vm.sh [options] GUEST_SCRIPT
-#     --kernel stock|stock-rt|debug|rt
+#     --kernel stock|stock-rt|debug|rt|rss|rss-control
 #                           Debian's kernel + headers (default; stock-rt:
 #                           Debian's PREEMPT_RT flavour), or a test kernel
 #                           built by scripts/kernel.sh from
 #                           scripts/<kernel>.config (debug: KASAN, lockdep,
 #                           kmemleak; rt: PREEMPT_RT, KCSAN,
-#                           lockdep, kmemleak)
+#                           lockdep, kmemleak); rss: the rss_stat kernel
+#                           of scripts/rss-kernel.sh (library built in, no
+#                           module), rss-control: its unpatched control
+#     --rss-progs DIR       rss kinds: static programs copied to /rss
 #     --append STR          extra kernel command line
 #     --smp N               online vCPUs (default 4)
 #     --possible N          possible CPUs (default = online).  QEMU gets N
@@ -37,7 +40,7 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-kind=stock smp=4 possible="" timeout=900 log="" src="$REPO" extra=""
+kind=stock smp=4 possible="" timeout=900 log="" src="$REPO" extra="" rssprogs=""
 while [ $# -gt 1 ]; do
 	case "$1" in
 	--kernel) kind=$2; shift 2 ;;
@@ -47,6 +50,7 @@ while [ $# -gt 1 ]; do
 	--log) log=$2; shift 2 ;;
 	--append) extra=$2; shift 2 ;;
 	--src) src=$(cd "$2" && pwd); shift 2 ;;
+	--rss-progs) rssprogs=$2; shift 2 ;;
 	*) die "vm.sh: unknown option $1" ;;
 	esac
 done
@@ -70,7 +74,12 @@ debug | rt)
 	kdir=$("$REPO/scripts/kernel.sh" "$REPO/scripts/$kind.config")
 	bzimage=$kdir/arch/x86/boot/bzImage
 	;;
-*) die "vm.sh: --kernel stock|stock-rt|debug|rt" ;;
+rss | rss-control)
+	case $kind in rss) k=patched ;; *) k=control ;; esac
+	bzimage=$("$REPO/scripts/rss-kernel.sh" "$k")
+	kdir=$(dirname "$bzimage")
+	;;
+*) die "vm.sh: --kernel stock|stock-rt|debug|rt|rss|rss-control" ;;
 esac
 [ -d "$kdir" ] && [ -s "$bzimage" ] || die "kernel $kind not available: run scripts/deps.sh"
 
@@ -82,23 +91,37 @@ stock*) : "${PN_OPTS=CONFIG_PCPU_NEXT_TORTURE=y}" ;;
 *) : "${PN_OPTS=CONFIG_PCPU_NEXT_TORTURE=y CONFIG_PCPU_NEXT_STATS=y}" ;;
 esac
 export PN_OPTS
-mod=$(build_module "$src" "$kdir" "$work/mod")
-client=$(build_client "$kdir" "$work/mod")
-build_selftests "$src" "$work/selftests"
+case "$kind" in
+rss*) ;;
+*)
+	mod=$(build_module "$src" "$kdir" "$work/mod")
+	client=$(build_client "$kdir" "$work/mod")
+	build_selftests "$src" "$work/selftests"
+	;;
+esac
 
 # initramfs
 root=$work/initramfs
 rm -rf "$root"
 mkdir -p "$root"/{bin,sbin,proc,sys,dev,tmp,selftests}
 cp /bin/busybox "$root/bin/busybox"
-cp "$mod" "$root/pcpu_next.ko"
-cp "$client" "$root/pcpu_next_client.ko"
-cp "$work"/selftests/bin/* "$root/selftests/" 2>/dev/null || true
-# Benchmark programs (selftests/*_bench.c) go to /bench, not /selftests.
-if [ -d "$work/selftests/bin/bench" ]; then
-	mkdir -p "$root/bench"
-	cp "$work"/selftests/bin/bench/* "$root/bench/"
-fi
+case "$kind" in
+rss*)
+	[ -d "$rssprogs" ] || die "vm.sh: --kernel $kind needs --rss-progs DIR"
+	mkdir -p "$root/rss"
+	cp -r "$rssprogs"/. "$root/rss/"
+	;;
+*)
+	cp "$mod" "$root/pcpu_next.ko"
+	cp "$client" "$root/pcpu_next_client.ko"
+	cp "$work"/selftests/bin/* "$root/selftests/" 2>/dev/null || true
+	# Benchmark programs (selftests/*_bench.c) go to /bench.
+	if [ -d "$work/selftests/bin/bench" ]; then
+		mkdir -p "$root/bench"
+		cp "$work"/selftests/bin/bench/* "$root/bench/"
+	fi
+	;;
+esac
 cp "$REPO/scripts/guest/lib.sh" "$root/lib.sh"
 cp "$guest" "$root/guest.sh"
 cat >"$root/init" <<'INIT'
@@ -136,7 +159,7 @@ if [ -n "$possible" ] && [ "$possible" -gt "$smp" ]; then
 	smparg="$possible"
 	append="$append maxcpus=$smp"
 fi
-case $kind in stock*) ;; *) append="$append kmemleak=on" ;; esac
+case $kind in stock* | rss*) ;; *) append="$append kmemleak=on" ;; esac
 append="$append $extra"
 
 echo "vm.sh: $kind kernel, -smp $smparg, guest $(basename "$guest"), log $log" >&2

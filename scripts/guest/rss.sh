@@ -1,0 +1,89 @@
+# SPDX-License-Identifier: GPL-2.0
+# rss_stat lane (scripts/rss.sh), in a guest booted from the rss_stat
+# kernel (or its unpatched control) with the static programs of
+# rss/progs in /rss.  The kernel command line says what to do:
+#   rss_stat=MODE   the mode the kernel should be in (none: mainline)
+#   pn_rss=check    correctness: the mode took, rss_check, the kernel's
+#                   own mm selftests, no "Bad rss-counter state" report
+#   pn_rss=bench    the benchmarks (rss-bench lines; ratios are made on
+#                   the host, none of this output is a pass/fail check)
+#   pn_rss_secs=S   seconds per benchmark (default 2)
+. /lib.sh
+
+arg()	# name default
+{
+	local v
+	v=$(tr ' ' '\n' </proc/cmdline | sed -n "s/^$1=//p" | tail -n 1)
+	echo "${v:-$2}"
+}
+
+mode=$(arg rss_stat mainline)
+what=$(arg pn_rss check)
+secs=$(arg pn_rss_secs 2)
+rc=0
+
+# The patched kernel says which mode it took; the control says nothing.
+got=$(dmesg | sed -n 's/.*rss_stat: mode \([a-z-]*\).*/\1/p' | tail -n 1)
+echo "# rss_stat: asked for $mode, kernel reports ${got:-nothing (control kernel)}"
+if [ -n "$got" ] || [ "$mode" != mainline ]; then
+	if [ "$got" = "$mode" ]; then
+		pn_result PASS "rss-mode-$mode"
+	else
+		pn_result FAIL "rss-mode-$mode"
+		rc=1
+	fi
+fi
+
+run_tap()	# name command...
+{
+	local name=$1 r
+	shift
+	echo "=== PN-SELFTEST-BEGIN $name"
+	"$@"
+	r=$?
+	echo "=== PN-SELFTEST-END rc=$r"
+	[ $r -eq 0 ] || rc=1
+}
+
+case $what in
+check)
+	run_tap rss_check /rss/rss_check --exact-single
+	for t in /rss/mm/*; do
+		[ -x "$t" ] || continue
+		run_tap "mm/$(basename "$t")" "$t"
+	done
+	;;
+bench)
+	echo "=== PN-RSS-BENCH-BEGIN mode=$mode cpus=$(nproc) possible=$(cat /sys/devices/system/cpu/possible)"
+	/rss/bench_fork --mode exec --forkers 1 --true /rss/true --seconds "$secs"
+	/rss/bench_fork --mode exec --forkers 4 --true /rss/true --seconds "$secs"
+	/rss/bench_fork --mode exit --forkers 1 --seconds "$secs"
+	/rss/bench_thread --seconds "$secs"
+	/rss/bench_fault --threads 1 --seconds "$secs"
+	/rss/bench_fault --threads 4 --seconds "$secs"
+	/rss/bench_status --seconds "$secs"
+	/rss/bench_mem --children 64
+	/rss/bench_mem --children 64 --threads-per-child 4
+	echo "=== PN-RSS-BENCH-END"
+	;;
+*)
+	echo "# unknown pn_rss=$what"
+	rc=1
+	;;
+esac
+
+# Every mm of the run is gone (its __mmdrop() ran check_mm()) once no
+# CPU holds it as a lazy TLB mm: run a few short processes on every CPU.
+for i in 1 2 3 4 5 6 7 8; do /bin/true; done
+sleep 1
+n=$(dmesg | grep -c 'Bad rss-counter state')
+echo "# Bad rss-counter state reports: $n"
+if [ "$what" = check ]; then
+	if [ "$n" -eq 0 ]; then
+		pn_result PASS "rss-counters-$mode"
+	else
+		pn_result FAIL "rss-counters-$mode"
+		rc=1
+	fi
+fi
+exit $rc

@@ -1,0 +1,113 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Build (incrementally, cached) the rss_stat kernels of `make rss`:
+#
+#   rss-kernel.sh patched   linux-source-6.12 + rss/patches/*.patch, with
+#                           this repository's library overlaid into
+#                           mm/pcpu_next/ (rsync of the files, as the
+#                           kunit.py lane does under drivers/misc), config
+#                           rss/rss.config + rss/rss-alt.config
+#   rss-kernel.sh control   the unpatched source, config rss/rss.config:
+#                           the control for rss_stat=mainline
+#
+# Prints the path of the bzImage.  The patched tree is a hard-linked copy
+# of the pristine source under $CACHE/rss-tree/; the files the patches
+# touch are copied (links broken) before `patch` runs, and re-made from
+# the pristine source only when the patch set changes, so an unchanged
+# series does not rebuild the kernel and a library change rebuilds only
+# mm/pcpu_next and what links it.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+kind=${1:?usage: rss-kernel.sh patched|control}
+src=$(ksrc)
+ver=$(ksrc_version)
+patches=("$REPO"/rss/patches/*.patch)
+
+case $kind in
+patched)
+	frags=("$REPO/rss/rss.config" "$REPO/rss/rss-alt.config")
+	tree=$CACHE/rss-tree/$ver
+	pkey=$(key_of "${patches[@]}")
+	if [ "$(cat "$tree/.patches-key" 2>/dev/null)" != "$pkey" ]; then
+		if [ ! -e "$tree/.linked" ]; then
+			rm -rf "$tree"
+			mkdir -p "$(dirname "$tree")"
+			cp -al "$src" "$tree"
+			touch "$tree/.linked"
+		fi
+		# Undo the previous series: pristine copies (links broken
+		# for good, patch edits in place) or removal of new files.
+		while read -r f; do
+			[ -n "$f" ] || continue
+			rm -f "$tree/$f"
+			if [ -e "$src/$f" ]; then
+				cp "$src/$f" "$tree/$f"
+			fi
+		done < <(cat "$tree/.patched-files" 2>/dev/null || true)
+		sed -n 's|^+++ b/||p' "${patches[@]}" | sort -u >"$tree/.patched-files"
+		while read -r f; do
+			if [ -e "$tree/$f" ]; then
+				cp "$tree/$f" "$tree/$f.new" && mv "$tree/$f.new" "$tree/$f"
+			fi
+		done <"$tree/.patched-files"
+		for p in "${patches[@]}"; do
+			patch -d "$tree" -p1 -s --no-backup-if-mismatch <"$p" ||
+				die "$(basename "$p") does not apply to linux-source $ver"
+		done
+		echo "$pkey" >"$tree/.patches-key"
+	fi
+	mkdir -p "$tree/mm/pcpu_next"
+	rsync -a --delete --exclude=selftests/ --exclude=.out/ --exclude=.git/ \
+		--exclude=scripts/ --exclude=rss/ --exclude='*.mod.c' \
+		--include='*/' --include='*.c' --include='*.h' \
+		--include=Kbuild --include=Kconfig --exclude='*' --prune-empty-dirs \
+		"$REPO"/ "$tree/mm/pcpu_next"/
+	lib_files=$(cd "$tree/mm/pcpu_next" && find . -type f | sort)
+	bkey=$(cd "$tree/mm/pcpu_next" && cat $lib_files "${frags[@]}" "${patches[@]}" | sha256sum | cut -c1-12)
+	;;
+control)
+	frags=("$REPO/rss/rss.config")
+	tree=$src
+	bkey=$(key_of "${frags[@]}")
+	;;
+*) die "rss-kernel.sh: unknown kind $kind" ;;
+esac
+
+bdir=$CACHE/rss-build/$kind-$ver-$(key_of "${frags[@]}")
+img=$bdir/arch/x86/boot/bzImage
+if [ -e "$bdir/.built-$bkey" ] && [ -e "$img" ]; then
+	echo "$img"
+	exit 0
+fi
+mkdir -p "$bdir"
+log=$bdir/config.log
+if [ ! -e "$bdir/.configured" ]; then
+	{
+		make -C "$tree" O="$bdir" allnoconfig
+		"$tree/scripts/kconfig/merge_config.sh" -m -O "$bdir" "$bdir/.config" "${frags[@]}"
+		make -C "$tree" O="$bdir" olddefconfig
+	} >"$log" 2>&1 || { tail -n 40 "$log" >&2; die "rss kernel config failed"; }
+	missing=0
+	while read -r line; do
+		case "$line" in
+		CONFIG_*=*)
+			grep -qx "$line" "$bdir/.config" ||
+				{ echo "rss-kernel.sh: $line not set" >&2; missing=1; }
+			;;
+		esac
+	done < <(cat "${frags[@]}")
+	[ "$missing" = 0 ] || die "rss config not satisfiable"
+	touch "$bdir/.configured"
+fi
+log=$bdir/build.log
+echo "rss-kernel.sh: building the $kind rss_stat kernel in $bdir (log: $log)" >&2
+make -C "$tree" O="$bdir" -j"$JOBS" bzImage >"$log" 2>&1 ||
+	{ grep -E 'error|warning' "$log" | head -n 20 >&2; tail -n 30 "$log" >&2; die "rss kernel build failed"; }
+if grep -nE '^(/|\.\./)?[^ ]*(mm/rss_alt|mm/pcpu_next/)[^ ]*: warning:' "$log" >&2; then
+	die "the series or the library warns in the kernel build"
+fi
+rm -f "$bdir"/.built-*
+touch "$bdir/.built-$bkey"
+echo "$img"

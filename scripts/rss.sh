@@ -1,0 +1,92 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# make rss: mm->rss_stat on a real kernel, every mode of rss_stat=.
+#
+#   scripts/rss.sh            correctness in every mode, then the
+#                             benchmarks: each mode booted ROUNDS times
+#                             (default 2) in ABAB order from the same
+#                             patched image, plus the unpatched control
+#                             build, at two shapes (4 online of 4
+#                             possible CPUs, 4 online of 64); prints one
+#                             table per shape (scripts/rss_table.py),
+#                             also saved to .out/rss/table.md
+#   scripts/rss.sh --short    correctness only, every mode, 4 online of 8
+#                             possible (the `make check` lane)
+#   --runs FILE               append "<lane> <rc> vm <log>" lines for
+#                             scripts/summary.py (make check)
+#
+# Correctness per mode (scripts/guest/rss.sh): the kernel took the mode,
+# rss/progs/rss_check (RssAnon/RssShmem/VmRSS against the pages really
+# mapped, 1..8 threads, process_vm_writev and ptrace into a child, fork),
+# the kernel's own mm selftests that run under busybox, and zero "Bad
+# rss-counter state" reports (any other splat fails the boot too).
+set -uo pipefail
+. "$(dirname "$0")/lib.sh"
+
+short=0 runs="" rounds=${RSS_ROUNDS:-2} secs=${RSS_SECS:-2}
+while [ $# -gt 0 ]; do
+	case $1 in
+	--short) short=1; shift ;;
+	--runs) runs=$2; shift 2 ;;
+	*) die "usage: rss.sh [--short] [--runs FILE]" ;;
+	esac
+done
+MODES=${RSS_MODES:-"mainline lazy lazy-tree tree"}
+
+dir=$OUT/rss
+mkdir -p "$dir"
+progs=$dir/progs
+rm -rf "$progs"
+mkdir -p "$progs/mm"
+make -s -C "$REPO/rss/progs" OUTPUT="$progs" >"$dir/progs.log" 2>&1 &&
+	make -s -C "$REPO/rss/progs" mm-selftests KSRC="$(ksrc)" OUTPUT="$progs/mm" \
+		>>"$dir/progs.log" 2>&1 ||
+	{ tail -n 30 "$dir/progs.log" >&2; die "rss programs build failed"; }
+bash "$REPO/scripts/rss-kernel.sh" patched >/dev/null || die "rss_stat kernel build"
+
+fail=0
+boot()	# name kernel smp possible cmdline
+{
+	local name=$1 kernel=$2 smp=$3 possible=$4 cmd=$5 log r
+	log=$dir/$name.log
+	bash "$REPO/scripts/vm.sh" --kernel "$kernel" --smp "$smp" --possible "$possible" \
+		--append "$cmd" --log "$log" --rss-progs "$progs" --timeout 1200 \
+		"$REPO/scripts/guest/rss.sh"
+	r=$?
+	[ -z "$runs" ] || echo "rss-$name $r vm $log" >>"$runs"
+	[ $r -eq 0 ] || fail=1
+	return $r
+}
+
+echo "== rss_stat correctness: modes $MODES"
+for m in $MODES; do
+	boot "check-$m" rss 4 8 "rss_stat=$m pn_rss=check"
+	echo "   $m: rc=$? $(grep -cE '^ok [0-9]' "$dir/check-$m.log") ok," \
+		"$(grep -cE '^not ok [0-9]' "$dir/check-$m.log") not ok," \
+		"$(grep -E '^# Bad rss-counter' "$dir/check-$m.log")"
+done
+[ $short = 1 ] && exit $fail
+
+bash "$REPO/scripts/rss-kernel.sh" control >/dev/null || die "control kernel build"
+args=()
+for shape in 4of4 4of64; do
+	possible=${shape#4of}
+	for round in $(seq "$rounds"); do
+		echo "== rss_stat bench: $shape, round $round"
+		boot "bench-control-$shape-$round" rss-control 4 "$possible" \
+			"pn_rss=bench pn_rss_secs=$secs"
+		args+=("control:$shape:$round=$dir/bench-control-$shape-$round.log")
+		for m in $MODES; do
+			boot "bench-$m-$shape-$round" rss 4 "$possible" \
+				"rss_stat=$m pn_rss=bench pn_rss_secs=$secs"
+			args+=("$m:$shape:$round=$dir/bench-$m-$shape-$round.log")
+		done
+	done
+done
+{
+	echo "rss_stat benchmarks, $(date -u +%Y-%m-%d), QEMU TCG on $(nproc) host cores," \
+		"$rounds boots per mode (ABAB), $secs s per benchmark"
+	python3 "$REPO/scripts/rss_table.py" --json "$dir/table.json" "${args[@]}"
+} | tee "$dir/table.md"
+exit $fail
