@@ -37,6 +37,14 @@ patched)
 			cp -al "$src" "$tree"
 			touch "$tree/.linked"
 		fi
+		# Keep the previous series' results, to give the files it
+		# leaves unchanged back their times (no needless rebuild).
+		keep=$(mktemp -d)
+		while read -r f; do
+			[ -e "$tree/$f" ] || continue
+			mkdir -p "$keep/$(dirname "$f")"
+			cp -p "$tree/$f" "$keep/$f"
+		done < <(cat "$tree/.patched-files" 2>/dev/null || true)
 		# Undo the previous series: pristine copies (links broken
 		# for good, patch edits in place) or removal of new files.
 		while read -r f; do
@@ -56,6 +64,12 @@ patched)
 			patch -d "$tree" -p1 -s --no-backup-if-mismatch <"$p" ||
 				die "$(basename "$p") does not apply to linux-source $ver"
 		done
+		while read -r f; do
+			if [ -e "$keep/$f" ] && cmp -s "$keep/$f" "$tree/$f"; then
+				touch -r "$keep/$f" "$tree/$f"
+			fi
+		done <"$tree/.patched-files"
+		rm -rf "$keep"
 		echo "$pkey" >"$tree/.patches-key"
 	fi
 	mkdir -p "$tree/mm/pcpu_next"

@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * bench_fork: process creation throughput, the path that allocates and
+ * frees an mm (and its rss_stat counters) per child.
+ *
+ * F forker processes each loop: fork(); the child either execve()s a
+ * tiny static true (--mode exec: a second mm is built by exec, the
+ * forked one torn down) or _exit(0)s at once (--mode exit); the forker
+ * waitpid()s it.  The forkers start together on a flag in a shared page
+ * and stop on another after --seconds; the rate is all children reaped
+ * over the time from the start flag until every forker is gone.  A child
+ * that does not exit 0 (exec failed) makes the run fail.
+ *
+ * Result: rss-bench fork_exec_F|fork_exit_F CHILDREN_PER_SECOND ops/s
+ *
+ * Usage: bench_fork [--mode exec|exit] [--forkers F] [--true PATH] [--seconds S]
+ */
+#define _GNU_SOURCE
+#include <getopt.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include "rss_bench.h"
+
+#define MAX_FORKERS 256
+
+struct shared {
+	int go;
+	int stop;
+	int ready;
+	long children[MAX_FORKERS];
+	long bad[MAX_FORKERS];
+};
+
+static void forker(struct shared *sh, int id, int do_exec, const char *true_path)
+{
+	char *const argv[] = { (char *)true_path, NULL };
+	char *const envp[] = { NULL };
+	long n = 0, bad = 0;
+	pid_t pid;
+	int st;
+
+	__atomic_add_fetch(&sh->ready, 1, __ATOMIC_SEQ_CST);
+	while (!__atomic_load_n(&sh->go, __ATOMIC_ACQUIRE))
+		sched_yield();
+	while (!__atomic_load_n(&sh->stop, __ATOMIC_RELAXED)) {
+		pid = fork();
+		if (pid < 0) {
+			bad++;
+			break;
+		}
+		if (!pid) {
+			if (do_exec)
+				execve(true_path, argv, envp);
+			_exit(do_exec ? 127 : 0);
+		}
+		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+			;
+		if (!WIFEXITED(st) || WEXITSTATUS(st))
+			bad++;
+		n++;
+	}
+	sh->children[id] = n;
+	sh->bad[id] = bad;
+	_exit(0);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "mode", required_argument, NULL, 'm' },
+		{ "forkers", required_argument, NULL, 'f' },
+		{ "true", required_argument, NULL, 't' },
+		{ "seconds", required_argument, NULL, 's' },
+		{ NULL, 0, NULL, 0 }
+	};
+	const char *true_path = "/bin/true";
+	int nforkers = 1, do_exec = 1, c, i, st, failed = 0;
+	long total = 0, bad = 0;
+	double secs = 2, t0, t1;
+	struct shared *sh;
+	pid_t pids[MAX_FORKERS];
+	char name[32];
+
+	while ((c = getopt_long(argc, argv, "m:f:t:s:", opts, NULL)) != -1) {
+		switch (c) {
+		case 'm':
+			if (!strcmp(optarg, "exec"))
+				do_exec = 1;
+			else if (!strcmp(optarg, "exit"))
+				do_exec = 0;
+			else
+				goto usage;
+			break;
+		case 'f':
+			nforkers = parse_long(optarg, "--forkers", 1, MAX_FORKERS);
+			break;
+		case 't':
+			true_path = optarg;
+			break;
+		case 's':
+			secs = parse_seconds(optarg, argv[0]);
+			break;
+		default:
+			goto usage;
+		}
+	}
+	if (optind != argc)
+		goto usage;
+	if (do_exec && access(true_path, X_OK)) {
+		fprintf(stderr, "%s: %s: %s\n", argv[0], true_path, strerror(errno));
+		return 1;
+	}
+
+	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
+		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (sh == MAP_FAILED) {
+		perror("mmap");
+		return 1;
+	}
+	fflush(stdout);
+	for (i = 0; i < nforkers; i++) {
+		pids[i] = fork();
+		if (pids[i] < 0) {
+			perror("fork");
+			return 1;
+		}
+		if (!pids[i])
+			forker(sh, i, do_exec, true_path);
+	}
+	while (__atomic_load_n(&sh->ready, __ATOMIC_SEQ_CST) < nforkers)
+		sleep_sec(0.001);
+	t0 = now_sec();
+	__atomic_store_n(&sh->go, 1, __ATOMIC_RELEASE);
+	sleep_sec(secs);
+	__atomic_store_n(&sh->stop, 1, __ATOMIC_RELAXED);
+	for (i = 0; i < nforkers; i++) {
+		while (waitpid(pids[i], &st, 0) < 0 && errno == EINTR)
+			;
+		if (!WIFEXITED(st) || WEXITSTATUS(st))
+			failed = 1;
+	}
+	t1 = now_sec();
+	for (i = 0; i < nforkers; i++) {
+		total += sh->children[i];
+		bad += sh->bad[i];
+	}
+
+	snprintf(name, sizeof(name), "fork_%s_%d", do_exec ? "exec" : "exit", nforkers);
+	printf("# %s: %ld children in %.3f s, %d forkers%s%s\n", name, total,
+	       t1 - t0, nforkers, do_exec ? ", exec " : "", do_exec ? true_path : "");
+	if (bad || failed) {
+		fprintf(stderr, "%s: %ld children failed (exec of %s?)\n",
+			argv[0], bad, true_path);
+		return 1;
+	}
+	print_result(name, total / (t1 - t0), "ops/s");
+	return 0;
+usage:
+	fprintf(stderr, "usage: %s [--mode exec|exit] [--forkers F] [--true PATH] [--seconds S]\n",
+		argv[0]);
+	return 2;
+}
