@@ -335,7 +335,8 @@
  * the mm, and the unit sets their slots live in.
  */
 struct mmcid_mm {
-	struct mmu_notifier mn;
+	struct mmu_notifier mn;		/* unused if owned */
+	bool owned;			/* mmcid_mm_create(): no mmu_notifier */
 	/*
 	 * Protects objs, units, dead, and in every unit set the map, members
 	 * and live counts and the freeing of its blocks.  Process context.
@@ -498,16 +499,23 @@ static void *mmcid_remote(struct mmcid_pcpu *s)
 
 static void mmcid_teardown(struct mmcid_pcpu *s);
 
-static struct mmu_notifier *mmcid_mm_alloc(struct mm_struct *mm)
+static struct mmcid_mm *mmcid_ctx_alloc(gfp_t gfp)
 {
-	struct mmcid_mm *ctx = kzalloc(sizeof(*ctx), GFP_KERNEL);
+	struct mmcid_mm *ctx = kzalloc(sizeof(*ctx), gfp);
 
 	if (!ctx)
-		return ERR_PTR(-ENOMEM);
+		return NULL;
 	spin_lock_init(&ctx->lock);
 	INIT_LIST_HEAD(&ctx->objs);
 	INIT_LIST_HEAD(&ctx->units);
-	return &ctx->mn;
+	return ctx;
+}
+
+static struct mmu_notifier *mmcid_mm_alloc(struct mm_struct *mm)
+{
+	struct mmcid_mm *ctx = mmcid_ctx_alloc(GFP_KERNEL);
+
+	return ctx ? &ctx->mn : ERR_PTR(-ENOMEM);
 }
 
 static void mmcid_mm_free(struct mmu_notifier *mn)
@@ -527,9 +535,8 @@ static void mmcid_mm_free(struct mmu_notifier *mn)
  * to be folded frees the set's blocks.  Process context, may sleep
  * (ops->fini).
  */
-static void mmcid_mm_release(struct mmu_notifier *mn, struct mm_struct *mm)
+static void mmcid_ctx_release(struct mmcid_mm *ctx)
 {
-	struct mmcid_mm *ctx = container_of(mn, struct mmcid_mm, mn);
 	struct mmcid_pcpu *s;
 
 	spin_lock(&ctx->lock);
@@ -554,8 +561,20 @@ static void mmcid_mm_release(struct mmu_notifier *mn, struct mm_struct *mm)
 	}
 }
 
+static void mmcid_mn_release(struct mmu_notifier *mn, struct mm_struct *mm)
+{
+	mmcid_ctx_release(container_of(mn, struct mmcid_mm, mn));
+}
+
+/* An object's reference on its context: the mmu_notifier's, if any. */
+static void mmcid_ctx_put(struct mmcid_mm *ctx)
+{
+	if (!ctx->owned)
+		mmu_notifier_put(&ctx->mn);
+}
+
 static const struct mmu_notifier_ops mmcid_mm_ops = {
-	.release = mmcid_mm_release,
+	.release = mmcid_mn_release,
 	.alloc_notifier = mmcid_mm_alloc,
 	.free_notifier = mmcid_mm_free,
 };
@@ -850,8 +869,57 @@ static void mmcid_free(struct mmcid_pcpu *s)
 	if (s->ops && s->ops->fini)
 		s->ops->fini(mmcid_remote(s), s->arg);
 	mmcid_units_leave(s->ctx, s->units, s->off, s->size, !s->folded);
-	mmu_notifier_put(&s->ctx->mn);
+	mmcid_ctx_put(s->ctx);
 	kvfree(s);
+}
+
+/*
+ * A new object in @ctx, which stays alive meanwhile (the caller's
+ * reference: mmu_notifier_get() or the owner's).  Process context.
+ */
+static struct mmcid_pcpu *mmcid_create_in(struct mmcid_mm *ctx,
+					  struct mm_struct *mm, size_t size,
+					  const struct mmcid_pcpu_ops *ops,
+					  void *arg, struct lock_class_key *key)
+{
+	struct mmcid_units *u;
+	struct mmcid_pcpu *s;
+	u32 off;
+	int ret;
+
+	ret = mmcid_units_join(ctx, size, &u, &off);
+	if (ret)
+		return ERR_PTR(ret);
+	s = kvzalloc(mmcid_hdr_size(u->nblk) + size, GFP_KERNEL_ACCOUNT);
+	if (!s) {
+		mmcid_units_leave(ctx, u, off, size, true);
+		return ERR_PTR(-ENOMEM);
+	}
+	s->blk = u->blk;
+	s->off = off;
+	s->fast.stride = u->unit;
+	s->fast.mm = mm;
+	s->fast.nr0 = mmcid_blk_len(&u->geo, 0);
+	s->geo = u->geo;
+	s->nblk = u->nblk;
+	s->ctx = ctx;
+	s->units = u;
+	s->ops = ops;
+	s->arg = arg;
+	s->size = size;
+	/* One lockdep class per creation site, not per object: see above. */
+	raw_spin_lock_init(&s->lock);
+	lockdep_set_class_and_name(&s->lock, key, "mmcid_pcpu->lock");
+	refcount_set(&s->ref, 1);
+	atomic_set(&s->grow_attempts, 0);
+	INIT_LIST_HEAD(&s->node);
+
+	if (ops && ops->init)
+		ops->init(mmcid_remote(s), arg);
+	spin_lock(&ctx->lock);
+	list_add(&s->node, &ctx->objs);
+	spin_unlock(&ctx->lock);
+	return s;
 }
 
 /**
@@ -888,11 +956,7 @@ struct mmcid_pcpu *__mmcid_pcpu_create(struct mm_struct *mm, size_t size,
 				       void *arg, struct lock_class_key *key)
 {
 	struct mmu_notifier *mn;
-	struct mmcid_units *u;
-	struct mmcid_mm *ctx;
 	struct mmcid_pcpu *s;
-	u32 off;
-	int ret;
 
 	might_sleep();
 	if (!mm || !size || size > MMCID_MAX_SLOT)
@@ -907,52 +971,16 @@ struct mmcid_pcpu *__mmcid_pcpu_create(struct mm_struct *mm, size_t size,
 	mn = mmu_notifier_get(&mmcid_mm_ops, mm);
 	if (IS_ERR(mn)) {
 		/* -EINTR, -ENOMEM: no slot was initialised yet. */
-		ret = PTR_ERR(mn);
+		s = ERR_CAST(mn);
 		goto put_mm;
 	}
-	ctx = container_of(mn, struct mmcid_mm, mn);
-	ret = mmcid_units_join(ctx, size, &u, &off);
-	if (ret)
-		goto put_ctx;
-	s = kvzalloc(mmcid_hdr_size(u->nblk) + size, GFP_KERNEL_ACCOUNT);
-	if (!s) {
-		ret = -ENOMEM;
-		goto leave;
-	}
-	s->blk = u->blk;
-	s->off = off;
-	s->fast.stride = u->unit;
-	s->fast.mm = mm;
-	s->fast.nr0 = mmcid_blk_len(&u->geo, 0);
-	s->geo = u->geo;
-	s->nblk = u->nblk;
-	s->ctx = ctx;
-	s->units = u;
-	s->ops = ops;
-	s->arg = arg;
-	s->size = size;
-	/* One lockdep class per creation site, not per object: see above. */
-	raw_spin_lock_init(&s->lock);
-	lockdep_set_class_and_name(&s->lock, key, "mmcid_pcpu->lock");
-	refcount_set(&s->ref, 1);
-	atomic_set(&s->grow_attempts, 0);
-	INIT_LIST_HEAD(&s->node);
-
-	if (ops && ops->init)
-		ops->init(mmcid_remote(s), arg);
-	spin_lock(&ctx->lock);
-	list_add(&s->node, &ctx->objs);
-	spin_unlock(&ctx->lock);
+	s = mmcid_create_in(container_of(mn, struct mmcid_mm, mn), mm, size,
+			    ops, arg, key);
+	if (IS_ERR(s))
+		mmu_notifier_put(mn);
+put_mm:
 	mmput(mm);	/* never the last one: the caller holds mm_users */
 	return s;
-
-leave:
-	mmcid_units_leave(ctx, u, off, size, true);
-put_ctx:
-	mmu_notifier_put(mn);
-put_mm:
-	mmput(mm);	/* never the last one, as above */
-	return ERR_PTR(ret);
 }
 EXPORT_SYMBOL_GPL(__mmcid_pcpu_create);
 
@@ -985,6 +1013,128 @@ void mmcid_pcpu_destroy(struct mmcid_pcpu *s)
 	mmcid_free(s);
 }
 EXPORT_SYMBOL_GPL(mmcid_pcpu_destroy);
+
+static int mmcid_grow(struct mmcid_pcpu *s, unsigned int k, gfp_t gfp);
+
+/**
+ * mmcid_mm_create() - a per-mm context whose lifetime the caller manages
+ * @gfp: allocation flags (GFP_KERNEL_ACCOUNT from the mm's creation)
+ *
+ * For code that is part of the mm's own lifecycle (mm_init() .. __mmput()
+ * .. __mmdrop()), which cannot use an mmu_notifier: objects created in
+ * the context with mmcid_pcpu_create_in() or mmcid_counter_create_in()
+ * behave as those of mmcid_pcpu_create(), except that the owner calls
+ * mmcid_mm_release() where ->release would run (after exit_mmap()), and
+ * mmcid_mm_destroy() once every object of the context was destroyed.
+ *
+ * Context: Process context if @gfp may sleep.
+ * Return: the context, or NULL if out of memory.
+ */
+struct mmcid_mm *mmcid_mm_create(gfp_t gfp)
+{
+	struct mmcid_mm *ctx = mmcid_ctx_alloc(gfp);
+
+	if (ctx)
+		ctx->owned = true;
+	return ctx;
+}
+EXPORT_SYMBOL_GPL(mmcid_mm_create);
+
+/**
+ * mmcid_mm_release() - the mm of an owned context is torn down
+ * @ctx: from mmcid_mm_create()
+ *
+ * What an mmu_notifier's ->release does for mmcid_pcpu_create() objects:
+ * marks @ctx dead, folds every object's cid slots into its remote slot
+ * (sums stay exact, later accesses use the remote slot) and frees the
+ * unit sets' blocks.  No thread of the mm may use a cid slot any more
+ * (the mm has no users).  Idempotent.
+ *
+ * Context: Process context, may sleep.
+ */
+void mmcid_mm_release(struct mmcid_mm *ctx)
+{
+	might_sleep();
+	WARN_ON_ONCE(!ctx->owned);
+	mmcid_ctx_release(ctx);
+}
+EXPORT_SYMBOL_GPL(mmcid_mm_release);
+
+/**
+ * mmcid_mm_destroy() - free an owned context
+ * @ctx: from mmcid_mm_create(), with no object left (NULL is ignored)
+ *
+ * Context: Any context; only kfree().
+ */
+void mmcid_mm_destroy(struct mmcid_mm *ctx)
+{
+	if (!ctx)
+		return;
+	WARN_ON_ONCE(!ctx->owned || !list_empty(&ctx->objs) ||
+		     !list_empty(&ctx->units));
+	kfree(ctx);
+}
+EXPORT_SYMBOL_GPL(mmcid_mm_destroy);
+
+/**
+ * __mmcid_pcpu_create_in() - mmcid_pcpu_create() in an owned context
+ * @ctx: from mmcid_mm_create(), not yet released
+ * @mm: the mm the context belongs to
+ * @size: bytes per slot, 1..PAGE_SIZE
+ * @ops: slot callbacks, or NULL
+ * @arg: passed to the callbacks
+ * @key: lockdep class of the storage's lock
+ *
+ * Use mmcid_pcpu_create_in().  No mm reference is taken: the owner keeps
+ * @mm alive.
+ *
+ * Context: Process context, may sleep.
+ * Return: the storage, or ERR_PTR(-EINVAL) for bad arguments or a
+ * context that is not owned, ERR_PTR(-ESRCH) if @ctx was released,
+ * ERR_PTR(-ENOMEM).
+ */
+struct mmcid_pcpu *__mmcid_pcpu_create_in(struct mmcid_mm *ctx,
+					  struct mm_struct *mm, size_t size,
+					  const struct mmcid_pcpu_ops *ops,
+					  void *arg, struct lock_class_key *key)
+{
+	bool dead;
+
+	might_sleep();
+	if (!ctx || !ctx->owned || !mm || !size || size > MMCID_MAX_SLOT)
+		return ERR_PTR(-EINVAL);
+	spin_lock(&ctx->lock);
+	dead = ctx->dead;
+	spin_unlock(&ctx->lock);
+	/* The owner does not create and release concurrently. */
+	if (dead)
+		return ERR_PTR(-ESRCH);
+	return mmcid_create_in(ctx, mm, size, ops, arg, key);
+}
+EXPORT_SYMBOL_GPL(__mmcid_pcpu_create_in);
+
+/**
+ * mmcid_pcpu_prepare() - allocate the units of the lowest cids now
+ * @s: the storage
+ * @gfp: allocation flags; may sleep
+ *
+ * Allocates block 0 (the units of cids 0 .. 3) of @s's unit set if it is
+ * missing, so that threads with those cids find their slot even when they
+ * access it from atomic context, where a missing block sends them to the
+ * remote slot.  Shared by every object of the set.
+ *
+ * Context: Process context, may sleep if @gfp allows.
+ * Return: 0, -ENOMEM (the accesses still work, through the remote slot),
+ * or -ENOENT if @s's mm was already torn down.
+ */
+int mmcid_pcpu_prepare(struct mmcid_pcpu *s, gfp_t gfp)
+{
+	might_sleep_if(gfpflags_allow_blocking(gfp));
+	if (READ_ONCE(s->blk[0]))
+		return 0;
+	return mmcid_grow(s, 0, gfp);
+}
+EXPORT_SYMBOL_GPL(mmcid_pcpu_prepare);
 
 /*
  * The context check of an access that may allocate with @gfp: on debug
@@ -1648,6 +1798,27 @@ struct mmcid_counter *__mmcid_counter_create(struct mm_struct *mm,
 	return IS_ERR(s) ? ERR_CAST(s) : (struct mmcid_counter *)s;
 }
 EXPORT_SYMBOL_GPL(__mmcid_counter_create);
+
+/**
+ * __mmcid_counter_create_in() - mmcid_counter_create() in an owned context
+ * @ctx: from mmcid_mm_create()
+ * @mm: its mm
+ * @key: lockdep class; mmcid_counter_create_in() passes its call site's
+ *
+ * Context: Process context, may sleep.
+ * Return: the counter or an ERR_PTR(), as __mmcid_pcpu_create_in().
+ */
+struct mmcid_counter *__mmcid_counter_create_in(struct mmcid_mm *ctx,
+						struct mm_struct *mm,
+						struct lock_class_key *key)
+{
+	struct mmcid_pcpu *s = __mmcid_pcpu_create_in(ctx, mm, sizeof(local64_t),
+						      &mmcid_counter_ops, NULL,
+						      key);
+
+	return IS_ERR(s) ? ERR_CAST(s) : (struct mmcid_counter *)s;
+}
+EXPORT_SYMBOL_GPL(__mmcid_counter_create_in);
 
 /**
  * mmcid_counter_destroy() - free a counter

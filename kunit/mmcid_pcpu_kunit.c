@@ -1370,6 +1370,79 @@ static void mmcid_geometry(struct kunit *test)
 	}
 }
 
+/*
+ * An owned context (no mmu_notifier, the mm lifecycle's own hooks):
+ * objects created in it share one unit set; prepare allocates block 0
+ * once, for every member, so an atomic caller with cid 0..3 finds its
+ * slot; mmcid_mm_release() folds every member exactly like ->release
+ * (sums unchanged, no cid slot left, later adds go to the remote slot);
+ * creating after release, with a NULL context or a bad size fails with
+ * the documented errno; the mm's own teardown (mmput()) does not touch
+ * an owned context.
+ */
+static void mmcid_owned_ctx(struct kunit *test)
+{
+	struct mm_struct *mm = kt_mm(test);
+	struct mmcid_counter *c[4];
+	struct mmcid_mm *ctx;
+	unsigned long flags;
+	s64 sums[4];
+	int i, cid;
+
+	ctx = mmcid_mm_create(GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, ctx);
+	for (i = 0; i < 4; i++) {
+		c[i] = mmcid_counter_create_in(ctx, mm);
+		KUNIT_ASSERT_FALSE(test, IS_ERR(c[i]));
+	}
+	KUNIT_EXPECT_EQ(test, mmcid_pcpu_slots(mmcid_counter_storage(c[0])), 0U);
+	KUNIT_EXPECT_EQ(test, mmcid_pcpu_prepare(mmcid_counter_storage(c[0]),
+						 GFP_KERNEL), 0);
+	/* prepared once, for the whole set: atomic adds find cid slots */
+	local_irq_save(flags);
+	for (i = 0; i < 4; i++) {
+		cid = __mmcid_counter_add(c[i], i + 1, GFP_NOWAIT,
+					  MMCID_SRC_FIXED,
+					  min_t(unsigned int, 3, nr_cpu_ids - 1),
+					  NULL);
+		KUNIT_EXPECT_EQ(test, cid, (int)min_t(unsigned int, 3,
+						      nr_cpu_ids - 1));
+	}
+	local_irq_restore(flags);
+	for (i = 0; i < 4; i++) {
+		__mmcid_counter_add(c[i], 100, GFP_KERNEL, MMCID_SRC_FIXED, 0,
+				    NULL);
+		sums[i] = mmcid_counter_sum(c[i]);
+		KUNIT_EXPECT_EQ(test, sums[i], (s64)(i + 101));
+	}
+
+	mmput(mm);	/* the mm's end does not reach an owned context */
+	KUNIT_EXPECT_FALSE(test, mmcid_pcpu_mm_gone(mmcid_counter_storage(c[0])));
+
+	mmcid_mm_release(ctx);
+	mmcid_mm_release(ctx);	/* idempotent */
+	for (i = 0; i < 4; i++) {
+		KUNIT_EXPECT_TRUE(test, mmcid_pcpu_mm_gone(mmcid_counter_storage(c[i])));
+		KUNIT_EXPECT_EQ(test, mmcid_counter_sum(c[i]), sums[i]);
+		KUNIT_EXPECT_EQ(test, mmcid_pcpu_slots(mmcid_counter_storage(c[i])), 0U);
+		cid = __mmcid_counter_add(c[i], 1, GFP_KERNEL, MMCID_SRC_FIXED,
+					  0, NULL);
+		KUNIT_EXPECT_EQ(test, cid, MMCID_PCPU_REMOTE);
+		KUNIT_EXPECT_EQ(test, mmcid_counter_sum(c[i]), sums[i] + 1);
+	}
+	KUNIT_EXPECT_EQ(test, PTR_ERR(mmcid_counter_create_in(ctx, mm)),
+			-ESRCH);
+	KUNIT_EXPECT_EQ(test, mmcid_pcpu_prepare(mmcid_counter_storage(c[0]),
+						 GFP_KERNEL), -ENOENT);
+	KUNIT_EXPECT_EQ(test, PTR_ERR(mmcid_counter_create_in(NULL, mm)),
+			-EINVAL);
+	KUNIT_EXPECT_EQ(test, PTR_ERR(mmcid_pcpu_create_in(ctx, mm, 0, NULL,
+							   NULL)), -EINVAL);
+	for (i = 0; i < 4; i++)
+		mmcid_counter_destroy(c[i]);
+	mmcid_mm_destroy(ctx);
+}
+
 static struct kunit_case mmcid_cases[] = {
 	KUNIT_CASE(mmcid_init_once),
 	KUNIT_CASE(mmcid_zero_on_first_use),
@@ -1390,6 +1463,7 @@ static struct kunit_case mmcid_cases[] = {
 	KUNIT_CASE(mmcid_shared_teardown_race),
 	KUNIT_CASE(mmcid_shared_mends),
 	KUNIT_CASE(mmcid_geometry),
+	KUNIT_CASE(mmcid_owned_ctx),
 	{}
 };
 

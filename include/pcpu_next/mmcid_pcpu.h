@@ -132,6 +132,37 @@ struct mmcid_pcpu *__mmcid_pcpu_create(struct mm_struct *mm, size_t size,
 })
 
 void mmcid_pcpu_destroy(struct mmcid_pcpu *s);
+
+struct mmcid_mm;
+struct mmcid_mm *mmcid_mm_create(gfp_t gfp);
+void mmcid_mm_release(struct mmcid_mm *ctx);
+void mmcid_mm_destroy(struct mmcid_mm *ctx);
+struct mmcid_pcpu *__mmcid_pcpu_create_in(struct mmcid_mm *ctx,
+					  struct mm_struct *mm, size_t size,
+					  const struct mmcid_pcpu_ops *ops,
+					  void *arg, struct lock_class_key *key);
+
+/**
+ * mmcid_pcpu_create_in() - create storage in an owned per-mm context
+ * @ctx: from mmcid_mm_create()
+ * @mm: the mm of @ctx
+ * @size: bytes per slot, 1..PAGE_SIZE
+ * @ops: slot callbacks, or NULL
+ * @arg: passed to the callbacks
+ *
+ * See __mmcid_pcpu_create_in(); one static lockdep class per call site.
+ *
+ * Context: Process context, may sleep.
+ * Return: the storage or an ERR_PTR().
+ */
+#define mmcid_pcpu_create_in(ctx, mm, size, ops, arg)			\
+({									\
+	static struct lock_class_key __key;				\
+									\
+	__mmcid_pcpu_create_in(ctx, mm, size, ops, arg, &__key);	\
+})
+
+int mmcid_pcpu_prepare(struct mmcid_pcpu *s, gfp_t gfp);
 void *mmcid_pcpu_get(struct mmcid_pcpu *s, struct mmcid_pcpu_ref *ref,
 		     gfp_t gfp);
 void *mmcid_pcpu_get_nested(struct mmcid_pcpu *s, struct mmcid_pcpu_ref *ref,
@@ -163,6 +194,27 @@ struct mmcid_counter *__mmcid_counter_create(struct mm_struct *mm,
 	static struct lock_class_key __key;				\
 									\
 	__mmcid_counter_create(mm, &__key);				\
+})
+
+struct mmcid_counter *__mmcid_counter_create_in(struct mmcid_mm *ctx,
+						struct mm_struct *mm,
+						struct lock_class_key *key);
+
+/**
+ * mmcid_counter_create_in() - a counter in an owned per-mm context
+ * @ctx: from mmcid_mm_create()
+ * @mm: the mm of @ctx
+ *
+ * See __mmcid_counter_create_in(); one static lockdep class per call site.
+ *
+ * Context: Process context, may sleep.
+ * Return: the counter or an ERR_PTR().
+ */
+#define mmcid_counter_create_in(ctx, mm)				\
+({									\
+	static struct lock_class_key __key;				\
+									\
+	__mmcid_counter_create_in(ctx, mm, &__key);			\
 })
 
 void mmcid_counter_destroy(struct mmcid_counter *c);
