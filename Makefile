@@ -5,6 +5,8 @@
 #   make demo       boot the stock Debian kernel in QEMU, load, stress, bench
 #   make check      every test lane, ending in "N passed, N failed"
 #   make kselftest  the selftests in the debug-kernel VM
+#   make rss        mm->rss_stat on a patched kernel, every rss_stat= mode:
+#                   correctness, then the benchmark table (scripts/rss.sh)
 #
 # KDIR defaults to the running kernel's build directory if it exists, else
 # to the newest installed Debian 6.12 headers.
@@ -45,5 +47,8 @@ demo:
 kselftest:
 	bash scripts/check.sh --lane kselftest
 
-.PHONY: all modules clean deps check demo kselftest
+rss:
+	bash scripts/rss.sh
+
+.PHONY: all modules clean deps check demo kselftest rss
 endif

@@ -31,13 +31,18 @@
 #   cycles   debug kernel booted with kunit.enable=0: 100 x (insmod, short
 #            stress, rmmod); live per-CPU allocations back to their count
 #            after a warm-up round; kmemleak
+#   rss      the rss_stat kernel (linux-source-6.12 + rss/patches, the
+#            library built in under mm/): every rss_stat= mode booted once,
+#            4 online of 8 possible CPUs: the mode took, rss/progs/rss_check,
+#            the kernel's mm selftests that run under busybox, no "Bad
+#            rss-counter state" (scripts/rss.sh --short)
 #
 # `scripts/check.sh --lane NAME` runs one lane (kselftest: the selftests
 # alone in the debug VM).  Exit status: non-zero on any failure or splat.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
-lanes="build model stock stock-rt debug rt kunitpy bench hotplug cycles"
+lanes="build model stock stock-rt debug rt kunitpy bench hotplug cycles rss"
 if [ "${1:-}" = --lane ]; then
 	lanes=$2
 fi
@@ -114,6 +119,11 @@ for lane in $lanes; do
 		echo "== bench headline (scripts/headline.py)"
 		python3 "$REPO/scripts/headline.py" 4of4="$OUT/bench-4.log" \
 			4of64="$OUT/bench-4of64.log" | sed 's/^/   /'
+		;;
+	rss)
+		echo "== lane rss: scripts/rss.sh --short (every rss_stat= mode)"
+		RSS_MODES="mainline lazy lazy-tree tree mmcid cache" \
+			bash "$REPO/scripts/rss.sh" --short --runs "$runs" 2>&1 | sed 's/^/   /'
 		;;
 	*) die "unknown lane $lane" ;;
 	esac

@@ -32,7 +32,7 @@ while [ $# -gt 0 ]; do
 	*) die "usage: rss.sh [--short] [--runs FILE]" ;;
 	esac
 done
-MODES=${RSS_MODES:-"mainline lazy lazy-tree tree"}
+MODES=${RSS_MODES:-"mainline lazy lazy-tree tree mmcid cache"}
 
 dir=$OUT/rss
 mkdir -p "$dir"

@@ -163,8 +163,13 @@ static long stat_rss(const char *path)
 	return strtol(p + 1, NULL, 10);
 }
 
-/* pid 0: this process. */
-static int read_rss(pid_t pid, struct rss *r)
+static void die(const char *what);
+
+/*
+ * pid 0: this process.  A failed read ends the process (exit 2), so that
+ * its remaining checks are reported missing, never compared as -1 - -1.
+ */
+static void read_rss(pid_t pid, struct rss *r)
 {
 	char path[64];
 	int n;
@@ -175,7 +180,7 @@ static int read_rss(pid_t pid, struct rss *r)
 		n = snprintf(path, sizeof(path), "/proc/self/status");
 	r->anon = r->file = r->shmem = r->total = r->stat = -1;
 	if (read_file(path, status_buf, sizeof(status_buf)) <= 0)
-		return -1;
+		die(path);
 	r->anon = field_pages(status_buf, "RssAnon");
 	r->file = field_pages(status_buf, "RssFile");
 	r->shmem = field_pages(status_buf, "RssShmem");
@@ -183,8 +188,13 @@ static int read_rss(pid_t pid, struct rss *r)
 	if (use_stat) {
 		path[n - 2] = '\0';		/* "status" -> "stat" */
 		r->stat = stat_rss(path);
+		if (r->stat < 0)
+			die(path);
 	}
-	return (r->anon < 0 || r->shmem < 0 || r->total < 0) ? -1 : 0;
+	if (r->anon < 0 || r->shmem < 0 || r->total < 0) {
+		errno = ENOENT;
+		die("RssAnon, RssShmem or VmRSS");
+	}
 }
 
 /* ---- populating, so that only the test's own pages move the counters ---- */
@@ -316,7 +326,7 @@ static int status_code(int st)
 
 static void die(const char *what)
 {
-	perror(what);
+	fprintf(stderr, "# %s: %s\n", what, strerror(errno));
 	_exit(2);
 }
 
@@ -738,7 +748,7 @@ static void case_fork(void)
 static void usage(const char *prog)
 {
 	fprintf(stderr,
-		"usage: %s [--bound PAGES] [--exact-single] [--pages N] [--loops L]\n"
+		"usage: %s [--bound PAGES] [--exact-single] [--pages N] [--loops L] [--stat]\n"
 		"  --bound PAGES   allowed error of one /proc read of a counter (default 0)\n"
 		"  --exact-single  single-threaded processes must read exact counters\n"
 		"  --pages N       pages per region (default 4096)\n"

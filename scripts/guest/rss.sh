@@ -47,7 +47,21 @@ run_tap()	# name command...
 
 case $what in
 check)
+	# /proc/PID/status sums exactly in every mode (get_mm_counter_sum()).
 	run_tap rss_check /rss/rss_check --exact-single
+	# /proc/PID/stat's rss is the fast read (get_mm_counter(), also the
+	# OOM killer's): per mode, what that read promises.  percpu_counter:
+	# within (batch - 1) pages per online CPU (batch 32 at 4 CPUs);
+	# lazy: exact while one task uses the mm, else as percpu_counter;
+	# mmcid: the exact sum; trees: within their accuracy range (a loose
+	# 512 pages here, to catch lost or doubled adds, not to measure it).
+	case $mode in
+	mainline | cache) run_tap rss_check_stat /rss/rss_check --stat --bound 128 ;;
+	lazy) run_tap rss_check_stat /rss/rss_check --stat --exact-single --bound 128 ;;
+	lazy-tree) run_tap rss_check_stat /rss/rss_check --stat --exact-single --bound 512 ;;
+	tree) run_tap rss_check_stat /rss/rss_check --stat --bound 512 ;;
+	mmcid) run_tap rss_check_stat /rss/rss_check --stat --exact-single ;;
+	esac
 	for t in /rss/mm/*; do
 		[ -x "$t" ] || continue
 		run_tap "mm/$(basename "$t")" "$t"

@@ -1,0 +1,18 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# Self-check of scripts/rss_table.py on the fake console logs beside this
+# script (prefixes, CRLF, a bench printed 3 times, a missing log, a bench
+# without mainline, a shape without mainline, a bad value line).
+# Prints the table; exits non-zero if it differs from expected.md.
+here=$(cd "$(dirname "$0")" && pwd)
+out=$(mktemp)
+trap 'rm -f "$out" "$out.json"' EXIT
+cd "$here" || exit 1
+python3 ../../../scripts/rss_table.py --json "$out.json" \
+	control:4of4:1=control-4of4-1.log control:4of4:2=control-4of4-2.log \
+	mainline:4of4:1=mainline-4of4-1.log lazy:4of4:1=lazy-4of4-1.log \
+	mainline:4of4:2=mainline-4of4-2.log lazy:4of4:2=lazy-4of4-2.log \
+	lazy:4of64:1=lazy-4of64-1.log >"$out" 2>/dev/null || exit 1
+python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$out.json" || exit 1
+cat "$out"
+diff -u expected.md "$out" && echo "rss_table: 1 passed, 0 failed"

@@ -1,0 +1,239 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Tables of the rss_stat benchmarks: every mode against mainline.
+
+Usage: rss_table.py [--json FILE] MODE:SHAPE:RUN=LOGFILE...
+
+Each LOGFILE is a whole guest console log (scripts/vm.sh); the benchmarks
+in it printed lines "rss-bench NAME VALUE UNIT" (UNIT "ops/s": higher is
+better, "bytes": lower is better).  Lines may carry a console prefix
+("[   12.3] ") or carriage returns; a line that names one benchmark twice
+in one log counts as the median of its values.
+
+One markdown table per SHAPE (in first-seen order): a row per benchmark
+(first-seen order), a column per MODE (command-line order).  A cell is
+the ratio to mainline of that shape: for each run (log) of the mode,
+value / median(mainline values) for ops/s and median(mainline values) /
+value for bytes, so > 1.00 is better than mainline; the cell shows the
+median of those per-run ratios and half their range ("0.97 ±0.02"), and
+"(k/n)" when only k of the mode's n runs have the benchmark.  The
+mainline column is mainline's own spread around its median.  No data (or
+no mainline data) gives "n/a".  The last column is mainline's median
+value itself.
+
+--json FILE writes every parsed number and every cell.
+Exit status: 0 if any benchmark line was found, 1 if none, 2 on bad usage.
+"""
+import json
+import re
+import sys
+
+REF = "mainline"
+UNITS = {"ops/s": True, "bytes": False}  # unit -> higher is better
+
+LINE_RE = re.compile(
+    r"rss-bench\s+([A-Za-z0-9_.+-]+)\s+"
+    r"([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s+"
+    r"(ops/s|bytes)(?=\s|$)")
+ARG_RE = re.compile(r"^([^:=]+):([^:=]+):([^:=]+)=(.+)$")
+
+
+def warn(msg):
+    print("rss_table: " + msg, file=sys.stderr)
+
+
+def median(values):
+    v = sorted(values)
+    n = len(v)
+    if not n:
+        return None
+    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+
+
+def parse_log(path):
+    """Return ({bench: value}, {bench: unit}, [bench order]) of one log."""
+    try:
+        with open(path, "rb") as f:
+            text = f.read().decode("utf-8", "replace")
+    except OSError as e:
+        warn("%s: %s (no data from this run)" % (path, e.strerror))
+        return {}, {}, []
+    found, units, order = {}, {}, []
+    for line in re.split(r"[\r\n]+", text):
+        for m in LINE_RE.finditer(line):
+            name, value, unit = m.group(1), float(m.group(2)), m.group(3)
+            if name not in found:
+                found[name] = []
+                units[name] = unit
+                order.append(name)
+            elif units[name] != unit:
+                warn("%s: %s in %s and in %s, ignoring the latter"
+                     % (path, name, units[name], unit))
+                continue
+            found[name].append(value)
+    values = {}
+    for name, vals in found.items():
+        if len(vals) > 1:
+            warn("%s: %s printed %d times, using the median"
+                 % (path, name, len(vals)))
+        values[name] = median(vals)
+    return values, units, order
+
+
+def ratio(value, ref, higher_better):
+    """Per-run ratio to the reference, > 1 better; None if undefined."""
+    if value is None or ref is None:
+        return None
+    if higher_better:
+        return value / ref if ref > 0 else None
+    return ref / value if value > 0 and ref > 0 else None
+
+
+def fmt_value(v, unit):
+    if v is None:
+        return "n/a"
+    if abs(v) >= 100:
+        return "%.0f %s" % (v, unit)
+    return "%.3g %s" % (v, unit)
+
+
+def build(runs):
+    """Group the runs by shape and compute every cell."""
+    shapes, modes = [], []
+    for r in runs:
+        if r["shape"] not in shapes:
+            shapes.append(r["shape"])
+        if r["mode"] not in modes:
+            modes.append(r["mode"])
+    tables = []
+    for shape in shapes:
+        sruns = [r for r in runs if r["shape"] == shape]
+        smodes = [m for m in modes if any(r["mode"] == m for r in sruns)]
+        benches, units = [], {}
+        for r in sruns:
+            for b in r["order"]:
+                if b not in units:
+                    benches.append(b)
+                    units[b] = r["units"][b]
+                elif units[b] != r["units"][b]:
+                    warn("shape %s: %s is %s in %s but %s before, ignored there"
+                         % (shape, b, r["units"][b], r["log"], units[b]))
+        nruns = {m: sum(1 for r in sruns if r["mode"] == m) for m in smodes}
+
+        def values(mode, bench):
+            return [r["values"][bench] for r in sruns
+                    if r["mode"] == mode and bench in r["values"]
+                    and r["units"][bench] == units[bench]]
+
+        cells, refs = {}, {}
+        for b in benches:
+            higher = UNITS[units[b]]
+            ref = median(values(REF, b))
+            refs[b] = ref
+            cells[b] = {}
+            for m in smodes:
+                vals = values(m, b)
+                rats = [x for x in (ratio(v, ref, higher) for v in vals)
+                        if x is not None]
+                if ref is not None and len(rats) < len(vals):
+                    warn("shape %s, %s, %s: %d value(s) <= 0 left out"
+                         % (shape, m, b, len(vals) - len(rats)))
+                cell = {"values": vals, "ratios": rats, "runs": nruns[m],
+                        "median": median(rats),
+                        "half_range": (max(rats) - min(rats)) / 2 if rats else None}
+                cells[b][m] = cell
+        tables.append({"shape": shape, "modes": smodes, "runs": nruns,
+                       "benches": benches, "units": units, "cells": cells,
+                       "mainline_median": refs})
+    return tables
+
+
+def render(t):
+    out = []
+    runs = ", ".join("%s %d" % (m, t["runs"][m]) for m in t["modes"])
+    out.append("### %s: ratio to %s, > 1.00 is better (runs per mode: %s)"
+               % (t["shape"], REF, runs))
+    out.append("")
+    if REF not in t["modes"]:
+        out.append("(no %s runs for this shape: every ratio is n/a)" % REF)
+        out.append("")
+    out.append("| bench | " + " | ".join(t["modes"]) + " | %s median |" % REF)
+    out.append("|---|" + "---:|" * len(t["modes"]) + "---:|")
+    for b in t["benches"]:
+        row = [b]
+        for m in t["modes"]:
+            c = t["cells"][b][m]
+            if c["median"] is None:
+                row.append("n/a")
+                continue
+            s = "%.2f ±%.2f" % (c["median"], c["half_range"])
+            if len(c["ratios"]) < c["runs"]:
+                s += " (%d/%d)" % (len(c["ratios"]), c["runs"])
+            row.append(s)
+        row.append(fmt_value(t["mainline_median"][b], t["units"][b]))
+        out.append("| " + " | ".join(row) + " |")
+    if not t["benches"]:
+        out.append("| (no rss-bench lines) |" + " |" * (len(t["modes"]) + 1))
+    out.append("")
+    return "\n".join(out)
+
+
+def usage(msg=None):
+    if msg:
+        warn(msg)
+    print("usage: rss_table.py [--json FILE] MODE:SHAPE:RUN=LOGFILE...",
+          file=sys.stderr)
+    sys.exit(2)
+
+
+def main(argv):
+    json_path, specs = None, []
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--json":
+            if i + 1 >= len(argv):
+                usage("--json needs a file")
+            json_path = argv[i + 1]
+            i += 2
+            continue
+        if a.startswith("--json="):
+            json_path = a[len("--json="):]
+        elif a in ("-h", "--help"):
+            print(__doc__)
+            return 0
+        elif a.startswith("-"):
+            usage("unknown option %s" % a)
+        else:
+            m = ARG_RE.match(a)
+            if not m:
+                usage("bad argument %r (want MODE:SHAPE:RUN=LOGFILE)" % a)
+            specs.append(m.groups())
+        i += 1
+    if not specs:
+        usage()
+
+    runs, seen = [], set()
+    for mode, shape, run, log in specs:
+        if (mode, shape, run) in seen:
+            warn("%s:%s:%s given twice, both counted" % (mode, shape, run))
+        seen.add((mode, shape, run))
+        values, units, order = parse_log(log)
+        runs.append({"mode": mode, "shape": shape, "run": run, "log": log,
+                     "values": values, "units": units, "order": order})
+    tables = build(runs)
+    print("\n".join(render(t) for t in tables).rstrip("\n"))
+
+    if json_path:
+        with open(json_path, "w") as f:
+            json.dump({"reference": REF, "runs": runs, "tables": tables},
+                      f, indent=1, sort_keys=True)
+            f.write("\n")
+    if not any(r["values"] for r in runs):
+        warn("no rss-bench lines in any log")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
