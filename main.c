@@ -26,6 +26,8 @@
 #include <linux/cpumask.h>
 #include <linux/module.h>
 
+#include <pcpu_next/pcpu_alloc.h>
+
 #include "internal/core.h"
 
 #if IS_ENABLED(CONFIG_PCPU_NEXT_TORTURE)
@@ -51,6 +53,25 @@ static inline void pn_control_exit(void)
 
 /* ---- module init and exit ----------------------------------------------- */
 
+/* Every component is up: set last by init, cleared first by exit. */
+static bool pn_ready;
+
+/**
+ * pcpu_next_ready() - may the library be used?
+ *
+ * For code built into the kernel with the library (which comes up at
+ * device_initcall time and may fail to): false before the library's
+ * init finished, if it failed, and from the start of module exit on.
+ *
+ * Context: Any context.
+ * Return: true while every component is initialised.
+ */
+bool pcpu_next_ready(void)
+{
+	return READ_ONCE(pn_ready);
+}
+EXPORT_SYMBOL_GPL(pcpu_next_ready);
+
 static int __init pcpu_next_init(void)
 {
 	int ret;
@@ -73,6 +94,7 @@ static int __init pcpu_next_init(void)
 	ret = pn_mmcid_init();
 	if (ret)
 		goto err_lazy;
+	WRITE_ONCE(pn_ready, true);
 	pn_control_start();		/* components ready: runs may start */
 	pr_info("loaded: %u possible CPUs, %u online\n",
 		num_possible_cpus(), num_online_cpus());
@@ -91,6 +113,7 @@ err_dir:
 
 static void __exit pcpu_next_exit(void)
 {
+	WRITE_ONCE(pn_ready, false);
 	pn_control_stop();	/* no run may outlive a component */
 	pn_mmcid_exit();
 	lazy_counter_module_exit();

@@ -1114,25 +1114,36 @@ struct mmcid_pcpu *__mmcid_pcpu_create_in(struct mmcid_mm *ctx,
 EXPORT_SYMBOL_GPL(__mmcid_pcpu_create_in);
 
 /**
- * mmcid_pcpu_prepare() - allocate the units of the lowest cids now
+ * mmcid_pcpu_prepare() - allocate the units of cids 0 .. @max_cid now
  * @s: the storage
- * @gfp: allocation flags; may sleep
+ * @max_cid: the highest cid to cover (capped at nr_cpu_ids - 1)
+ * @gfp: allocation flags
  *
- * Allocates block 0 (the units of cids 0 .. 3) of @s's unit set if it is
- * missing, so that threads with those cids find their slot even when they
- * access it from atomic context, where a missing block sends them to the
- * remote slot.  Shared by every object of the set.
+ * Allocates the blocks that hold the units of cids 0 .. @max_cid of @s's
+ * unit set, where missing, so that threads with those cids find their
+ * slot even when they access it from atomic context, where a missing
+ * block sends them to the remote slot.  Shared by every object of the
+ * set.  A block that exists costs one load.
  *
  * Context: Process context, may sleep if @gfp allows.
  * Return: 0, -ENOMEM (the accesses still work, through the remote slot),
  * or -ENOENT if @s's mm was already torn down.
  */
-int mmcid_pcpu_prepare(struct mmcid_pcpu *s, gfp_t gfp)
+int mmcid_pcpu_prepare(struct mmcid_pcpu *s, unsigned int max_cid, gfp_t gfp)
 {
+	unsigned int k, last;
+	int ret;
+
 	might_sleep_if(gfpflags_allow_blocking(gfp));
-	if (READ_ONCE(s->blk[0]))
-		return 0;
-	return mmcid_grow(s, 0, gfp);
+	last = mmcid_blk_of(&s->geo, min(max_cid, nr_cpu_ids - 1));
+	for (k = 0; k <= last && k < s->nblk; k++) {
+		if (READ_ONCE(s->blk[k]))
+			continue;
+		ret = mmcid_grow(s, k, gfp);
+		if (ret)
+			return ret;
+	}
+	return 0;
 }
 EXPORT_SYMBOL_GPL(mmcid_pcpu_prepare);
 

@@ -1397,7 +1397,7 @@ static void mmcid_owned_ctx(struct kunit *test)
 	}
 	KUNIT_EXPECT_EQ(test, mmcid_pcpu_slots(mmcid_counter_storage(c[0])), 0U);
 	KUNIT_EXPECT_EQ(test, mmcid_pcpu_prepare(mmcid_counter_storage(c[0]),
-						 GFP_KERNEL), 0);
+						 0, GFP_KERNEL), 0);
 	/* prepared once, for the whole set: atomic adds find cid slots */
 	local_irq_save(flags);
 	for (i = 0; i < 4; i++) {
@@ -1416,6 +1416,18 @@ static void mmcid_owned_ctx(struct kunit *test)
 		KUNIT_EXPECT_EQ(test, sums[i], (s64)(i + 101));
 	}
 
+	/* prepared up to the last cid: every cid's atomic add finds its slot */
+	KUNIT_EXPECT_EQ(test, mmcid_pcpu_prepare(mmcid_counter_storage(c[1]),
+						 UINT_MAX, GFP_KERNEL), 0);
+	local_irq_save(flags);
+	for (cid = 0; cid < nr_cpu_ids; cid++)
+		KUNIT_EXPECT_EQ(test, __mmcid_counter_add(c[0], 1, GFP_NOWAIT,
+							  MMCID_SRC_FIXED, cid,
+							  NULL), cid);
+	local_irq_restore(flags);
+	sums[0] += nr_cpu_ids;
+	KUNIT_EXPECT_EQ(test, mmcid_counter_sum(c[0]), sums[0]);
+
 	mmput(mm);	/* the mm's end does not reach an owned context */
 	KUNIT_EXPECT_FALSE(test, mmcid_pcpu_mm_gone(mmcid_counter_storage(c[0])));
 
@@ -1433,7 +1445,7 @@ static void mmcid_owned_ctx(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, PTR_ERR(mmcid_counter_create_in(ctx, mm)),
 			-ESRCH);
 	KUNIT_EXPECT_EQ(test, mmcid_pcpu_prepare(mmcid_counter_storage(c[0]),
-						 GFP_KERNEL), -ENOENT);
+						 nr_cpu_ids - 1, GFP_KERNEL), -ENOENT);
 	KUNIT_EXPECT_EQ(test, PTR_ERR(mmcid_counter_create_in(NULL, mm)),
 			-EINVAL);
 	KUNIT_EXPECT_EQ(test, PTR_ERR(mmcid_pcpu_create_in(ctx, mm, 0, NULL,

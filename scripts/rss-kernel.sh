@@ -8,6 +8,10 @@
 #                           mm/pcpu_next/ (rsync of the files, as the
 #                           kunit.py lane does under drivers/misc), config
 #                           rss/rss.config + rss/rss-alt.config
+#   rss-kernel.sh debug     the patched tree with rss/debug.config added
+#                           (KASAN, lockdep, PROVE_RAW_LOCK_NESTING,
+#                           DEBUG_ATOMIC_SLEEP, DEBUG_VM, kmemleak): the
+#                           correctness lane of `make check`
 #   rss-kernel.sh control   the unpatched source, config rss/rss.config:
 #                           the control for rss_stat=mainline
 #
@@ -26,8 +30,9 @@ ver=$(ksrc_version)
 patches=("$REPO"/rss/patches/*.patch)
 
 case $kind in
-patched)
+patched | debug)
 	frags=("$REPO/rss/rss.config" "$REPO/rss/rss-alt.config")
+	[ "$kind" = patched ] || frags+=("$REPO/rss/debug.config")
 	tree=$CACHE/rss-tree/$ver
 	pkey=$(key_of "${patches[@]}")
 	if [ "$(cat "$tree/.patches-key" 2>/dev/null)" != "$pkey" ]; then
@@ -111,7 +116,10 @@ if [ ! -e "$bdir/.configured" ]; then
 				{ echo "rss-kernel.sh: $line not set" >&2; missing=1; }
 			;;
 		esac
-	done < <(cat "${frags[@]}")
+	done < <(cat "${frags[@]}" | awk -F= '
+		/^CONFIG_/ { v[$1] = $0 }	# the last fragment that names an option wins
+		/^# CONFIG_.* is not set/ { split($0, a, " "); v[a[2]] = "" }
+		END { for (k in v) if (v[k] != "") print v[k] }')
 	[ "$missing" = 0 ] || die "rss config not satisfiable"
 	touch "$bdir/.configured"
 fi

@@ -11,8 +11,12 @@
 #                             possible CPUs, 4 online of 64); prints one
 #                             table per shape (scripts/rss_table.py),
 #                             also saved to .out/rss/table.md
-#   scripts/rss.sh --short    correctness only, every mode, 4 online of 8
-#                             possible (the `make check` lane)
+#   scripts/rss.sh --short    correctness only, every mode, on the debug
+#                             build (rss/debug.config: KASAN, lockdep,
+#                             kmemleak), 8 online of 16 possible CPUs so
+#                             that mm_cid reaches block 1 (the `make check`
+#                             lane; the full run checks on the lean build,
+#                             4 of 8, before it measures)
 #   --runs FILE               append "<lane> <rc> vm <log>" lines for
 #                             scripts/summary.py (make check)
 #
@@ -43,7 +47,13 @@ make -s -C "$REPO/rss/progs" OUTPUT="$progs" >"$dir/progs.log" 2>&1 &&
 	make -s -C "$REPO/rss/progs" mm-selftests KSRC="$(ksrc)" OUTPUT="$progs/mm" \
 		>>"$dir/progs.log" 2>&1 ||
 	{ tail -n 30 "$dir/progs.log" >&2; die "rss programs build failed"; }
-bash "$REPO/scripts/rss-kernel.sh" patched >/dev/null || die "rss_stat kernel build"
+if [ $short = 1 ]; then
+	ckernel=rss-debug csmp=8 cpossible=16
+	bash "$REPO/scripts/rss-kernel.sh" debug >/dev/null || die "rss_stat debug kernel build"
+else
+	ckernel=rss csmp=4 cpossible=8
+	bash "$REPO/scripts/rss-kernel.sh" patched >/dev/null || die "rss_stat kernel build"
+fi
 
 fail=0
 boot()	# name kernel smp possible cmdline
@@ -61,7 +71,7 @@ boot()	# name kernel smp possible cmdline
 
 echo "== rss_stat correctness: modes $MODES"
 for m in $MODES; do
-	boot "check-$m" rss 4 8 "rss_stat=$m pn_rss=check"
+	boot "check-$m" "$ckernel" "$csmp" "$cpossible" "rss_stat=$m pn_rss=check"
 	echo "   $m: rc=$? $(grep -cE '^ok [0-9]' "$dir/check-$m.log") ok," \
 		"$(grep -cE '^not ok [0-9]' "$dir/check-$m.log") not ok," \
 		"$(grep -E '^# Bad rss-counter' "$dir/check-$m.log")"

@@ -6,7 +6,7 @@
 # into the build machine's own kernel.
 #
 #   scripts/vm.sh [options] GUEST_SCRIPT
-#     --kernel stock|stock-rt|debug|rt|rss|rss-control
+#     --kernel stock|stock-rt|debug|rt|rss|rss-debug|rss-control
 #                           Debian's kernel + headers (default; stock-rt:
 #                           Debian's PREEMPT_RT flavour), or a test kernel
 #                           built by scripts/kernel.sh from
@@ -14,7 +14,9 @@
 #                           kmemleak; rt: PREEMPT_RT, KCSAN,
 #                           lockdep, kmemleak); rss: the rss_stat kernel
 #                           of scripts/rss-kernel.sh (library built in, no
-#                           module), rss-control: its unpatched control
+#                           module), rss-debug: the same with KASAN,
+#                           lockdep, kmemleak (rss/debug.config),
+#                           rss-control: the unpatched control
 #     --rss-progs DIR       rss kinds: static programs copied to /rss
 #     --append STR          extra kernel command line
 #     --smp N               online vCPUs (default 4)
@@ -74,12 +76,12 @@ debug | rt)
 	kdir=$("$REPO/scripts/kernel.sh" "$REPO/scripts/$kind.config")
 	bzimage=$kdir/arch/x86/boot/bzImage
 	;;
-rss | rss-control)
-	case $kind in rss) k=patched ;; *) k=control ;; esac
+rss | rss-debug | rss-control)
+	case $kind in rss) k=patched ;; rss-debug) k=debug ;; *) k=control ;; esac
 	bzimage=$("$REPO/scripts/rss-kernel.sh" "$k")
 	kdir=$(dirname "$bzimage")
 	;;
-*) die "vm.sh: --kernel stock|stock-rt|debug|rt|rss|rss-control" ;;
+*) die "vm.sh: --kernel stock|stock-rt|debug|rt|rss|rss-debug|rss-control" ;;
 esac
 [ -d "$kdir" ] && [ -s "$bzimage" ] || die "kernel $kind not available: run scripts/deps.sh"
 
@@ -159,7 +161,7 @@ if [ -n "$possible" ] && [ "$possible" -gt "$smp" ]; then
 	smparg="$possible"
 	append="$append maxcpus=$smp"
 fi
-case $kind in stock* | rss*) ;; *) append="$append kmemleak=on" ;; esac
+case $kind in stock* | rss | rss-control) ;; *) append="$append kmemleak=on" ;; esac
 append="$append $extra"
 
 echo "vm.sh: $kind kernel, -smp $smparg, guest $(basename "$guest"), log $log" >&2

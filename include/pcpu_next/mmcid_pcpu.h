@@ -162,7 +162,7 @@ struct mmcid_pcpu *__mmcid_pcpu_create_in(struct mmcid_mm *ctx,
 	__mmcid_pcpu_create_in(ctx, mm, size, ops, arg, &__key);	\
 })
 
-int mmcid_pcpu_prepare(struct mmcid_pcpu *s, gfp_t gfp);
+int mmcid_pcpu_prepare(struct mmcid_pcpu *s, unsigned int max_cid, gfp_t gfp);
 void *mmcid_pcpu_get(struct mmcid_pcpu *s, struct mmcid_pcpu_ref *ref,
 		     gfp_t gfp);
 void *mmcid_pcpu_get_nested(struct mmcid_pcpu *s, struct mmcid_pcpu_ref *ref,

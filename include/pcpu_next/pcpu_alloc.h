@@ -133,6 +133,8 @@ struct pn_cache_stats {
 	u64 mem_bytes;
 };
 
+bool pcpu_next_ready(void);
+
 struct pn_cache *pn_cache_create(const char *name, size_t size, size_t align,
 				 unsigned int flags, pn_ctor_t ctor,
 				 pn_dtor_t dtor, void *priv);

@@ -47,6 +47,8 @@ run_tap()	# name command...
 
 case $what in
 check)
+	# debug build: what boot left behind is not the run's
+	pn_kmemleak_clear
 	# /proc/PID/status sums exactly in every mode (get_mm_counter_sum()).
 	run_tap rss_check /rss/rss_check --exact-single
 	# /proc/PID/stat's rss is the fast read (get_mm_counter(), also the
@@ -98,6 +100,10 @@ if [ "$what" = check ]; then
 	else
 		pn_result FAIL "rss-counters-$mode"
 		rc=1
+	fi
+	# debug build: nothing the run allocated may be left unreferenced
+	if [ -e /sys/kernel/debug/kmemleak ]; then
+		pn_kmemleak_check || rc=1
 	fi
 fi
 exit $rc
