@@ -90,8 +90,10 @@ fi
 # the TRACE_EVENT() macro layout every kernel trace header has, which
 # --strict flags, and is checked without --strict), kernel-doc -Wall on
 # the library and its headers, sparse (make C=2) on the whole module.
+# Userspace C (selftests/, rss/progs/) is not kernel code: it cannot use
+# BIT(), __printf() or ARRAY_SIZE(), so it is left out, as tools/ is.
 src=$(ksrc)
-kfiles=$(cd "$REPO" && git ls-files '*.c' '*.h' | grep -vE '^(selftests|scripts)/|trace_pcpu_alloc\.h$')
+kfiles=$(cd "$REPO" && git ls-files '*.c' '*.h' | grep -vE '^(selftests|scripts|rss/progs)/|trace_pcpu_alloc\.h$')
 cp_out=$(cd "$REPO" && "$src/scripts/checkpatch.pl" --strict --no-tree --terse -f $kfiles 2>&1 | grep -v '^total:')
 cp_out2=$(cd "$REPO" && "$src/scripts/checkpatch.pl" --no-tree --terse -f internal/trace_pcpu_alloc.h 2>&1 | grep -v '^total:')
 if [ -z "$cp_out$cp_out2" ]; then

@@ -36,7 +36,8 @@
 static const char *const fields[] = {
 	"MemFree", "Percpu", "Slab", "SUnreclaim", "KernelStack", "PageTables",
 };
-#define NFIELDS (sizeof(fields) / sizeof(fields[0]))
+
+#define NFIELDS ((int)(sizeof(fields) / sizeof(fields[0])))
 
 /* kB of each field, -1 if missing. */
 static int read_meminfo(long *kb)
@@ -221,7 +222,8 @@ int main(int argc, char **argv)
 	print_result(name, result, "bytes");
 	return 0;
 usage:
-	fprintf(stderr, "usage: %s [--children K] [--threads-per-child N] [--rounds R] [--seconds S]\n",
+	fprintf(stderr,
+		"usage: %s [--children K] [--threads-per-child N] [--rounds R] [--seconds S]\n",
 		argv[0]);
 	return 2;
 }

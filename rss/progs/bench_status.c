@@ -48,7 +48,7 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 }
 	};
 	static struct fault_worker w[MAX_THREADS];
-	static volatile int stop;
+	static int stop;
 	pthread_barrier_t start;
 	double secs = 2, t0, t1, end;
 	int nfault = 4, c;

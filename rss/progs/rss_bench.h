@@ -80,7 +80,7 @@ static inline void print_result(const char *name, double value, const char *unit
 struct fault_worker {
 	pthread_t tid;
 	pthread_barrier_t *start;
-	volatile int *stop;
+	int *stop;
 	unsigned long pages;		/* touched and unmapped */
 	int err;
 	char pad[64];			/* keep workers' counts apart */
@@ -113,7 +113,7 @@ static inline void *fault_loop(void *arg)
 
 /* Start @n fault workers waiting on @start (which counts @n + 1). */
 static inline void fault_start(struct fault_worker *w, int n,
-			       pthread_barrier_t *start, volatile int *stop)
+			       pthread_barrier_t *start, int *stop)
 {
 	int i, err;
 
@@ -131,7 +131,7 @@ static inline void fault_start(struct fault_worker *w, int n,
 }
 
 /* Stop and join the workers; returns the pages they faulted, or -1. */
-static inline long fault_stop(struct fault_worker *w, int n, volatile int *stop)
+static inline long fault_stop(struct fault_worker *w, int n, int *stop)
 {
 	unsigned long total = 0;
 	int i, err = 0;
