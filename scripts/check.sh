@@ -32,8 +32,9 @@
 #            stress, rmmod); live per-CPU allocations back to their count
 #            after a warm-up round; kmemleak
 #   rss      the rss_stat kernel (linux-source-6.12 + rss/patches, the
-#            library built in under mm/): every rss_stat= mode booted once,
-#            4 online of 8 possible CPUs: the mode took, rss/progs/rss_check,
+#            library built in under mm/; KASAN, lockdep, kmemleak): every
+#            rss_stat= mode booted once, 8 online of 16 possible CPUs: the
+#            mode took, rss/progs/rss_check,
 #            the kernel's mm selftests that run under busybox, no "Bad
 #            rss-counter state" (scripts/rss.sh --short)
 #

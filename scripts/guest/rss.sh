@@ -71,6 +71,10 @@ check)
 	;;
 bench)
 	echo "=== PN-RSS-BENCH-BEGIN mode=$mode cpus=$(nproc) possible=$(cat /sys/devices/system/cpu/possible)"
+	# Memory first: before the fork benchmarks leave free populated
+	# per-CPU pages and constructed objects behind (rss/progs/README).
+	/rss/bench_mem --children 512
+	/rss/bench_mem --children 512 --threads-per-child 4
 	/rss/bench_fork --mode exec --forkers 1 --true /rss/true --seconds "$secs"
 	/rss/bench_fork --mode exec --forkers 4 --true /rss/true --seconds "$secs"
 	/rss/bench_fork --mode exit --forkers 1 --seconds "$secs"
@@ -78,8 +82,6 @@ bench)
 	/rss/bench_fault --threads 1 --seconds "$secs"
 	/rss/bench_fault --threads 4 --seconds "$secs"
 	/rss/bench_status --seconds "$secs"
-	/rss/bench_mem --children 64
-	/rss/bench_mem --children 64 --threads-per-child 4
 	echo "=== PN-RSS-BENCH-END"
 	;;
 *)
