@@ -34,9 +34,10 @@
 #   rss      the rss_stat kernel (linux-source-6.12 + rss/patches, the
 #            library built in under mm/; KASAN, lockdep, kmemleak): every
 #            rss_stat= mode booted once, 8 online of 16 possible CPUs: the
-#            mode took, rss/progs/rss_check,
-#            the kernel's mm selftests that run under busybox, no "Bad
-#            rss-counter state" (scripts/rss.sh --short)
+#            mode took, rss/progs/rss_check (and its exact reads again
+#            under random CPU hotplug), the kernel's mm selftests that
+#            run under busybox, no "Bad rss-counter state"
+#            (scripts/rss.sh --short)
 #
 # `scripts/check.sh --lane NAME` runs one lane (kselftest: the selftests
 # alone in the debug VM).  Exit status: non-zero on any failure or splat.

@@ -22,7 +22,8 @@
 #
 # Correctness per mode (scripts/guest/rss.sh): the kernel took the mode,
 # rss/progs/rss_check (RssAnon/RssShmem/VmRSS against the pages really
-# mapped, 1..8 threads, process_vm_writev and ptrace into a child, fork),
+# mapped, 1..8 threads, process_vm_writev and ptrace into a child, fork;
+# the exact reads once more under random CPU hotplug),
 # the kernel's own mm selftests that run under busybox, and zero "Bad
 # rss-counter state" reports (any other splat fails the boot too).
 set -uo pipefail

@@ -74,6 +74,16 @@ check)
 		[ -x "$t" ] || continue
 		run_tap "mm/$(basename "$t")" "$t"
 	done
+	# The exact sums again while CPUs go offline and online at random,
+	# CPUs that were never online among them: percpu_counter folds a
+	# dead CPU's delta through its hotplug list, the library's counters
+	# sum the CPUs they have seen, cache mode's (on no list) every
+	# possible CPU; mmcid's slots follow cids, not CPUs.  Afterwards
+	# every CPU is online.
+	pn_hotplug_start
+	run_tap rss_check_hotplug /rss/rss_check --exact-single --loops 2
+	pn_hotplug_stop
+	echo "# online CPUs after the hotplug step: $(cat /sys/devices/system/cpu/online)"
 	;;
 bench)
 	echo "=== PN-RSS-BENCH-BEGIN mode=$mode cpus=$(nproc) possible=$(cat /sys/devices/system/cpu/possible)"
