@@ -72,6 +72,26 @@ bool pcpu_next_ready(void)
 }
 EXPORT_SYMBOL_GPL(pcpu_next_ready);
 
+/**
+ * pcpu_next_cpus_seen() - the CPUs that ever came up
+ *
+ * Every CPU online when the library came up, and every CPU from the
+ * BP_PREPARE_DYN step of its bring-up on, before it runs anything (see
+ * core.c).  Bits are never cleared, so a CPU that may hold a part of a
+ * per-CPU sum, online or offline now, is in the mask: a sum over it is
+ * exact at quiescence without a hotplug callback, and visits the CPUs
+ * that were ever used rather than every possible one (the kernel's own
+ * mask, cpus_booted_once_mask, is not exported).
+ *
+ * Context: Any context, while the library is up (pcpu_next_ready()).
+ * Return: the mask.
+ */
+const struct cpumask *pcpu_next_cpus_seen(void)
+{
+	return pn_cpus_seen;
+}
+EXPORT_SYMBOL_GPL(pcpu_next_cpus_seen);
+
 static int __init pcpu_next_init(void)
 {
 	int ret;

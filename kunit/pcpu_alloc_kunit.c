@@ -1397,7 +1397,23 @@ static void pn_test_tracepoints(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, atomic_read(&n[2]), 1);	/* released */
 }
 
+/*
+ * pcpu_next_cpus_seen(), the mask that in-kernel users (rss_stat=cache)
+ * sum over: the library's own mask of CPUs ever brought up, which holds
+ * every online CPU; not the possible mask (the lanes with fewer online
+ * than possible CPUs tell them apart).
+ */
+static void pn_test_cpus_seen(struct kunit *test)
+{
+	const struct cpumask *seen = pcpu_next_cpus_seen();
+
+	KUNIT_EXPECT_PTR_EQ(test, seen, pn_cpus_seen);
+	KUNIT_EXPECT_TRUE(test, cpumask_subset(cpu_online_mask, seen));
+	KUNIT_EXPECT_TRUE(test, cpumask_subset(seen, cpu_possible_mask));
+}
+
 static struct kunit_case pn_alloc_cases[] = {
+	KUNIT_CASE(pn_test_cpus_seen),
 	KUNIT_CASE(pn_test_percpu_semantics),
 	KUNIT_CASE(pn_test_alignment),
 	KUNIT_CASE(pn_test_zeroing),

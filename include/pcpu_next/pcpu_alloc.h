@@ -133,7 +133,10 @@ struct pn_cache_stats {
 	u64 mem_bytes;
 };
 
+struct cpumask;
+
 bool pcpu_next_ready(void);
+const struct cpumask *pcpu_next_cpus_seen(void);
 
 struct pn_cache *pn_cache_create(const char *name, size_t size, size_t align,
 				 unsigned int flags, pn_ctor_t ctor,
