@@ -76,10 +76,11 @@ check)
 	done
 	# The exact sums again while CPUs go offline and online at random,
 	# CPUs that were never online among them: percpu_counter folds a
-	# dead CPU's delta through its hotplug list, the library's counters
-	# sum the CPUs they have seen, cache mode's (on no list) every
-	# possible CPU; mmcid's slots follow cids, not CPUs.  Afterwards
-	# every CPU is online.
+	# dead CPU's delta through its hotplug list; the library's counters
+	# and cache mode's (on no list) sum the CPUs that ever came up
+	# (pcpu_next_cpus_seen()), so a cache-mode sum over the online CPUs
+	# only would fail here; mmcid's slots follow cids, not CPUs.
+	# Afterwards every CPU is online.
 	pn_hotplug_start
 	run_tap rss_check_hotplug /rss/rss_check --exact-single --loops 2
 	pn_hotplug_stop
