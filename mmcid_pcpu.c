@@ -17,30 +17,35 @@
  * by it instead of the CPU number keeps the "only I touch this copy"
  * property while the storage follows the cids the process has used.
  *
- *   struct mmcid_mm (one per mm: an mmu_notifier from mmu_notifier_get())
- *   +---------------------------------------------------------------+
- *   | objs: the mm's storage objects     units: the mm's unit sets  |
- *   +---------------------------------------------------------------+
- *                                             |
- *   struct mmcid_units (kzalloc)              v      blocks (kmalloc, on
- *   +----------------------------+                    demand, <= PAGE_SIZE)
+ *   struct mmcid_mm (one per mm: the mmu_notifier of mmu_notifier_get(),
+ *   kmalloc-128 without lock debugging, kmalloc-192 on PREEMPT_RT)
+ *   +----------------------------------------------------------------+
+ *   | mn | lock | objs: the mm's storage objects (by ->next)          |
+ *   | set0: the first unit set  --next-->  further unit sets (kzalloc) |
+ *   +----------------------------------------------------------------+
+ *
+ *   struct mmcid_units (set0, or kzalloc)
+ *   +----------------------------+    blocks (kmalloc, on demand, <= PAGE_SIZE)
  *   | unit = 64 bytes, map, ...  |
- *   | blk[0] ---------------------> | cid 0 unit | cid 1 unit | .. cid 3 |
- *   | blk[1] ---------------------> | cid 4 unit | .. cid 7 unit |  doubling
- *   | ...                        |   ...                       then L each
+ *   | blk0 ------------------------> | cid 0 unit | cid 1 unit | .. cid 3 |
+ *   | dir (with the first block  |
+ *   |  above 0) --> [blk 1] ------> | cid 4 unit | .. cid 7 unit |  doubling
+ *   |               [blk 2] ...  |   ...                       then L each
  *   +----------------------------+
  *   a unit (one cid):  [ obj A 8 B | obj B 8 B | obj C 16 B | free ...    ]
  *                        off 0       off 8       off 16
  *
- *   struct mmcid_pcpu (kvzalloc, one per storage object)
- *   +-------------------------------------------------------------+
- *   | fast: slot0 (its slot of cid 0), ready0, mm, stride, nr0     |
- *   | blk (= its unit set's blk[]), off, geometry                 |
- *   | ops, lock, ...   ready word of block k (k >= 1; block 0's is |
- *   |                  fast.ready0): bit i = its slot of cid       |
- *   |                  first(k) + i initialised                    |
- *   | remote slot                                                 |
- *   +-------------------------------------------------------------+
+ *   struct mmcid_pcpu (kmalloc, one per storage object; a counter array
+ *   of four is kmalloc-128 without lock debugging)
+ *   +--------------------------------------------------------------+
+ *   | fast: slot0 (its slot of cid 0), ready0, mm, stride, nr0,     |
+ *   |       dead, folded                                           |
+ *   | units, ctx, ops, arg                                         |
+ *   | ready (with its first slot above block 0) --> [word of blk 1] |
+ *   |       bit i: its slot of cid first(k) + i initialised   ...  |
+ *   | next, lock, ref, off, size                                   |
+ *   | remote slot                                                  |
+ *   +--------------------------------------------------------------+
  *
  * Units.  This is the per-CPU allocator's layout turned on its side: the
  * per-CPU allocator gives every CPU a unit of a chunk and every object
@@ -56,11 +61,19 @@
  * range of its size, in MMCID_GRAIN (8) byte steps, aligned to its size
  * rounded up to a power of two (at most a cache line, as kmalloc aligns
  * small objects), in the first unit set of its unit size with room (a
- * bitmap per set, under the context's lock), else in a new set.  The
- * set header, with one block pointer per block, is kvzalloc()ed.
- * Four 8-byte counters of an mm thus live in one 64-byte unit per cid:
- * 256 bytes of units for four cids, where per-CPU counters take
- * 4 * 8 * nr_possible bytes.
+ * one-word bitmap per set, under the context's lock: the grain is
+ * MMCID_GRAIN, or a power of two of at least unit / BITS_PER_LONG for
+ * units above 512 bytes, which hold one object anyway), else in the embedded set0 if it is empty
+ * (its last member left; it then takes the new object's unit), else in a
+ * new set.  A set header holds block 0's pointer and a dir of the other
+ * blocks' pointers, allocated with the first of them: a process that
+ * never runs more than four threads at once has no dir.  Four 8-byte
+ * counters of an mm as one counter array (mmcid_counter_create_many())
+ * thus live in one 64-byte unit per cid: at four threads 256 bytes of
+ * units, plus the context (128, with the set header) and the array's
+ * header with its remote slot (128), 512 bytes in all, where per-CPU
+ * counters take 4 * 8 * nr_possible bytes (2048 at 64 possible CPUs).
+ * As four separate objects they pay four headers instead of one.
  *
  * Geometry.  Units are stride = unit bytes apart.  A block holds at most
  * L units, L the largest power of two with L * unit <= PAGE_SIZE and
@@ -76,9 +89,11 @@
  * it used cid nr_cpu_ids - 1.  Memory follows the highest cid ever seen,
  * not the current one: a block, once allocated, stays until mm teardown
  * (or until the set's last object is destroyed), even when the cids it
- * covers are no longer used.  The object header has one ready word per
- * block (nr_cpu_ids / L of them, about; one per cid for page-sized
- * units), which is why it is kvzalloc()ed.  Slots are not initialised
+ * covers are no longer used.  An object has one ready word per block:
+ * block 0's in its header, the others (nr_cpu_ids / L of them, about;
+ * one per cid for page-sized units) in an array allocated (kvcalloc())
+ * with the object's first slot above block 0, as the set's dir is with
+ * the set's first block above 0.  Slots are not initialised
  * when a block is allocated: the first use of a cid by each object runs
  * ops->init (or zeroes its range) and sets that object's ready bit, so a
  * range another object left behind is never seen.
@@ -91,8 +106,10 @@
  * cid compaction may take it from a CPU that runs another mm and give it
  * to a thread elsewhere); only a running task owns its cid.  So a cid slot
  * is used with preemption disabled from get to put, on every kernel, like
- * this_cpu_ptr() under get_cpu().  The hot path (block present, slot
- * initialised) is a few loads and one bit test.  The counter's add goes
+ * this_cpu_ptr() under get_cpu().  The hot path (slot initialised) is a
+ * few loads and one bit test: for a cid of block 0 on the object's first
+ * line alone (fast.slot0 and fast.ready0), above it through the set's
+ * dir and the object's ready words.  The counter's add goes
  * further: mmcid_counter_add() is inline in the public header (where
  * percpu_counter_add() calls out to percpu_counter_add_batch(); the bench
  * compares what a client calls, each with its own inlining) and, for a
@@ -117,8 +134,9 @@
  * the remote slot under s->lock.
  *
  * Allocation.  Nothing is allocated inside that atomic section.  When the
- * cid's block is missing, get leaves its preempt-disabled section,
- * allocates the block with preemption enabled and starts over (the cid may
+ * cid's block is missing (or, above block 0, the set's dir or the
+ * object's ready words), get leaves its preempt-disabled section,
+ * allocates what is missing with preemption enabled and starts over (the cid may
  * have changed meanwhile; after MMCID_GROW_TRIES rounds it settles for the
  * remote slot).  It allocates only where that is allowed on every kernel:
  * when the caller itself is preemptible (preemptible(): preemption and
@@ -142,10 +160,11 @@
  * mmcid_pcpu_get() never fails.  A block is an optimisation whose failure
  * has a designed fallback, so it is allocated with __GFP_NOWARN, without
  * the emergency reserves (__GFP_HIGH) and without the OOM killer
- * (__GFP_NORETRY).  After a failure the object backs off: no block of it
- * is tried again for MMCID_GROW_BACKOFF (one second), everyone takes the
- * remote slot meanwhile, so memory pressure does not turn every access
- * into a failing allocation.  A dead object (mm torn down) allocates
+ * (__GFP_NORETRY).  After a failure the unit set backs off (its blocks
+ * are shared by its objects, so they all do): nothing of it is tried
+ * again for MMCID_GROW_BACKOFF (one second), everyone takes the remote
+ * slot meanwhile, so memory pressure does not turn every access into a
+ * failing allocation.  A dead object (mm torn down) allocates
  * nothing.  With CONFIG_FAULT_INJECTION a block's allocation first asks
  * the kernel's fault injection (should_fail() on the fault_attr
  * mmcid_fail_grow, debugfs pcpu_next/fault/fail_mmcid/ with the
@@ -170,17 +189,24 @@
  *    done), and test_and_set_bit() of the ready bit WARNs if anyone else
  *    did it in the meantime (which would mean the exclusivity above broke).
  *  - An object's ready word for block k is zero whenever the block is
- *    not allocated: a ready bit implies an allocated block.  Blocks are
- *    published through an object of the set, under its s->lock, only
- *    while it is not dead (cmpxchg, so two members publishing the same
- *    block keep one).  A set counts its members and its live members
+ *    not allocated: a ready bit implies an allocated block.  Blocks, a
+ *    set's dir and an object's ready words are published through an
+ *    object of the set, under its s->lock, only while it is not dead
+ *    (cmpxchg, so two members or threads publishing the same one keep
+ *    one), zeroed where they hold pointers or bits.  A set's dir goes
+ *    only with the set (its last member leaving), an object's ready
+ *    words only with the object, so lockless readers of either never
+ *    see them freed.  A set counts its members and its live members
  *    (not folded by a teardown) under ctx->lock.  Its blocks are freed
  *    when its last member leaves (destroy), or, once the mm is gone
  *    (ctx->dead), when its last live member was folded or left: then
  *    every member is dead (no publication) and has zero ready words (no
  *    walker or owner looks at a unit).  So a walker under s->lock goes by
  *    its ready words, and no unit is freed under an object that can
- *    still reach it.
+ *    still reach it.  The set that dies may be set0, which stays in the
+ *    context for reuse: its block and dir pointers are cleared under
+ *    ctx->lock before the lock is dropped, and the old ones freed from a
+ *    copy, so the next member never sees them.
  *  - The byte ranges of a set's members are disjoint (the set's map);
  *    a range is given back only by destroy, after the object's slots
  *    were finalised.
@@ -189,8 +215,9 @@
  *    remote slot exists for the whole life of the object.
  *
  * Locking:
- *  - s->lock (raw_spinlock_t, irqsave) protects the remote slot, block
- *    publication, s->dead and the fold at teardown, and makes readers see
+ *  - s->lock (raw_spinlock_t, irqsave) protects the remote slot, the
+ *    publication of blocks, dir and ready words, fast.dead and the fold
+ *    at teardown, and makes readers see
  *    one consistent picture (they never count a folded slot twice).  It is
  *    raw so that the remote slot works in every context a cid slot does
  *    (hard interrupts, under other raw locks, on PREEMPT_RT too), as
@@ -222,16 +249,19 @@
  *    for_each, sum, mm_gone or another get on the same object.  For the
  *    remote slot that is a self-deadlock, which lockdep reports as
  *    recursive locking before it hangs.
- *  - ctx->lock (spinlock_t) protects ctx->objs (list membership of storage
- *    objects), ctx->units, ctx->dead, and in each unit set the map, the
- *    member and live counts and the freeing of the blocks (kfree() under
- *    it, which is allowed under a spinlock_t on PREEMPT_RT too).  It is
- *    taken in process context only, nests outside nothing and is never
- *    held together with s->lock.
+ *  - ctx->lock (spinlock_t) protects ctx->objs (the objects, linked by
+ *    their next: a destroy walks the few objects of an mm to unlink
+ *    one), the list of unit sets, ctx->dead, and in each unit set the
+ *    map, unit and geometry (set0 takes a new unit when reused), the
+ *    member and live counts, and the decision to free blocks: a dying
+ *    set is detached under it, its blocks and dir freed after it is
+ *    dropped.  It is taken in process context only, nests outside nothing
+ *    and is never held together with s->lock.
  *
- * Memory ordering: a block's slot pointer is published with
- * smp_store_release() (its ready word is zero already) and read with
- * smp_load_acquire().  A slot's ready bit is set with test_and_set_bit()
+ * Memory ordering: a block's slot pointer, a set's dir and an object's
+ * ready words are published with cmpxchg_release() (the object's ready
+ * word for the block is zero already; the arrays are zeroed) and read
+ * with smp_load_acquire().  A slot's ready bit is set with test_and_set_bit()
  * (fully ordered) after the slot was initialised, and read with
  * test_bit_acquire(), so a reader that sees the bit sees the initialised
  * slot.  The hand-over of a cid from one task to the next goes through the
@@ -249,7 +279,8 @@
  * object's ready cid slots into its remote slot (ops->fold) and clears
  * its ready word in one hold of s->lock, drops the lock, runs ops->fini
  * on those slots and reschedules; the last live member of a unit set to
- * be folded frees the set's blocks: memory drops to the headers, sums
+ * be folded frees the set's blocks: memory drops to the headers (with
+ * the dir and ready words, which go with the set and the objects), sums
  * stay exact at every step, the remote slot stays usable.  No thread of
  * the mm exists any more then, so no cid access can race with it.  The
  * object itself goes when its creator calls mmcid_pcpu_destroy(), which
@@ -262,7 +293,7 @@
  * mmu_notifier_synchronize() (pn_mmcid_exit()).
  *
  * Index source.  The exported accesses (mmcid_pcpu_get(), _get_nested(),
- * mmcid_counter_add(), _add_nested()) take the index from task_mm_cid()
+ * mmcid_counter_add(), _add_at(), _add_nested()) take the index from task_mm_cid()
  * only, with preemption disabled; a caller without a cid (a kernel
  * thread, an exiting thread, another mm) gets the remote slot.  Kernel
  * threads never own an mm_cid, kthread_use_mm() or not, so KUnit and the
@@ -279,8 +310,9 @@
  * Statistics.  mmcid_pcpu counts nothing on its fast paths (a get, a put,
  * an add), so CONFIG_PCPU_NEXT_STATS changes nothing here.  The one
  * statistic it keeps is slow-path and always on: the block allocations
- * attempted per object (s->grow_attempts, with the backoff deadline
- * s->grow_retry), read by KUnit through mmcid_pcpu_grow_attempts().
+ * attempted per object (s->grow_attempts; with the unit set's backoff
+ * deadline u->grow_retry), read by KUnit through
+ * mmcid_pcpu_grow_attempts().
  * Memory, slots and max_cid are not counters but computed from the
  * blocks themselves, exactly, with any configuration.
  *
@@ -313,6 +345,7 @@
 #include <linux/refcount.h>
 #include <linux/sched.h>
 #include <linux/sched/mm.h>
+#include <linux/sizes.h>
 #include <linux/slab.h>
 #include <linux/spinlock.h>
 #include <linux/wait_bit.h>
@@ -325,27 +358,13 @@
 
 #define MMCID_B0_SHIFT	2		/* block 0: up to 4 slots */
 #define MMCID_BLK_BYTES	PAGE_SIZE	/* bound on a block's slot array */
-#define MMCID_MAX_SLOT	PAGE_SIZE	/* largest slot accepted */
+/* Largest slot accepted: a page, at most 32 KiB (sizes are 16 bits). */
+#define MMCID_MAX_SLOT	min_t(size_t, PAGE_SIZE, SZ_32K)
+/* The largest unit (fast.stride) and size fit their 16 bits. */
+static_assert(ALIGN(SZ_32K, SMP_CACHE_BYTES) <= U16_MAX);
 #define MMCID_GROW_TRIES 3		/* allocation rounds per get */
 #define MMCID_GROW_BACKOFF HZ		/* no block allocation after a failure */
 #define MMCID_GRAIN	8		/* unit space is handed out in these */
-
-/*
- * Per-mm context: one mmu_notifier subscription shared by all objects of
- * the mm, and the unit sets their slots live in.
- */
-struct mmcid_mm {
-	struct mmu_notifier mn;		/* unused if owned */
-	bool owned;			/* mmcid_mm_create(): no mmu_notifier */
-	/*
-	 * Protects objs, units, dead, and in every unit set the map, members
-	 * and live counts and the freeing of its blocks.  Process context.
-	 */
-	spinlock_t lock;
-	bool dead;			/* ->release began: the mm is gone */
-	struct list_head objs;		/* storage objects not yet torn down */
-	struct list_head units;		/* unit sets of the mm */
-};
 
 /*
  * Block sizes: b0 = 1 << b0_shift slots in block 0, doubling up to
@@ -364,63 +383,138 @@ struct mmcid_geo {
  * mmcid_blk_first(k) .. + mmcid_blk_len(k) - 1, one after the other).
  * Storage objects of the mm own the same byte range [off, off + size) of
  * every unit: the per-CPU allocator's chunk layout, with cids for CPUs.
+ * Block 0's pointer is here; the pointers of blocks 1 .. nblk - 1 are in
+ * @dir, allocated with the first of those blocks (a process that never
+ * runs more than four threads at a time has none).  The map has one bit
+ * per grain of the unit (mmcid_grain(): MMCID_GRAIN, or for units above
+ * BITS_PER_LONG grains the power of two that brings them to at most
+ * that many): an object bigger than a cache line has a set of its own
+ * anyway (it is more than half of its unit, ALIGN(size,
+ * SMP_CACHE_BYTES)), so one word is enough for any unit.  Without lock debugging 56 bytes: the first set
+ * of an mm is embedded in its context.
  */
 struct mmcid_units {
-	struct list_head node;		/* on ctx->units */
+	struct mmcid_units *next;	/* the mm's next set, under ctx->lock */
+	void *blk0;			/* block 0 */
+	void **dir;			/* blocks 1 .. nblk - 1, or NULL */
+	unsigned long grow_retry;	/* no block before this (jiffies), 0: any time */
 	u32 unit;			/* bytes per cid, a multiple of SMP_CACHE_BYTES */
+	u16 members;			/* objects with a range here */
+	u16 live;			/* members whose cid slots are not folded */
 	struct mmcid_geo geo;
-	unsigned int nblk;		/* blocks that cover nr_cpu_ids cids */
-	unsigned int members;		/* objects with a range here */
-	unsigned int live;		/* members whose cid slots are not folded */
-	unsigned long *map;		/* one bit per MMCID_GRAIN bytes of a unit */
-	void *blk[];			/* nblk block pointers, then the map */
+	u16 nblk;			/* blocks that cover nr_cpu_ids cids */
+	unsigned long map;		/* one bit per grain of a unit */
 };
 
-struct mmcid_pcpu {
+/*
+ * Per-mm context: one mmu_notifier subscription shared by all objects of
+ * the mm, and the unit sets their slots live in, the first one embedded.
+ * Without lock debugging 128 bytes (one kmalloc-128 per mm); 160 on
+ * PREEMPT_RT, whose spinlock_t is an rt_mutex.
+ */
+struct mmcid_mm {
+	struct mmu_notifier mn;		/* unused if owned */
 	/*
-	 * First line: what the inline counter add reads (the mm, block 0's
-	 * slot and ready word), then what get's fast path reads besides,
-	 * blk[k] and the ready word of block k (mmcid_ready()).  Packed
-	 * without holes: at 256 possible CPUs the header with its 7 ready
-	 * words and an 8-byte remote slot still fits kmalloc-192.
+	 * Protects objs (and every object's next), dead, the set list
+	 * (set0.next ...), and in every unit set the map, unit, geo, dir
+	 * pointer's freeing, the members and live counts and the freeing of
+	 * its blocks.  Process context.
 	 */
+	spinlock_t lock;
+	bool owned;			/* mmcid_mm_create(): no mmu_notifier */
+	bool dead;			/* ->release began: the mm is gone */
+	struct mmcid_pcpu *objs;	/* objects not yet torn down, by ->next */
+	struct mmcid_units set0;	/* first unit set; more at set0.next */
+};
+
+/*
+ * A storage object.  The first line holds what the inline counter add
+ * reads (struct mmcid_pcpu_fast: the mm, block 0's slot and ready word,
+ * the unit size) and the state bytes dead and folded; get's path for a
+ * cid above block 0 reads units (the set's geometry and dir) and ready.
+ * Packed without holes: without lock debugging the header is 96 bytes,
+ * so that an object with a 32-byte remote slot (four counters) is one
+ * kmalloc-128.
+ */
+struct mmcid_pcpu {
 	struct mmcid_pcpu_fast fast;	/* must stay first: see the header */
-	void **blk;			/* units->blk */
-	u32 off;			/* our bytes in every unit */
-	struct mmcid_geo geo;		/* the unit set's */
-	bool dead;			/* mm torn down, cid slots folded */
-	unsigned int nblk;		/* the unit set's */
-	u32 size;			/* slot payload */
+	struct mmcid_units *units;	/* our unit set */
 	struct mmcid_mm *ctx;
-	struct mmcid_units *units;
 	const struct mmcid_pcpu_ops *ops;
 	void *arg;
-	unsigned long grow_retry;	/* no block before this (jiffies), 0: any time */
-	struct list_head node;		/* on ctx->objs, under ctx->lock */
+	/*
+	 * Ready words of blocks 1 .. nblk - 1 (block 0's is fast.ready0),
+	 * allocated with our first slot above block 0, or NULL: bit i of
+	 * block k's word set once slot i of block k is initialised.
+	 */
+	unsigned long *ready;
+	struct mmcid_pcpu *next;	/* on ctx->objs, under ctx->lock */
 	/* Protects the remote slot, block publication, dead; see above. */
 	raw_spinlock_t lock;
 	refcount_t ref;			/* creator + a running ->release */
 	atomic_t grow_attempts;		/* block allocations tried (statistic) */
-	bool folded;			/* teardown folded and finalised the cid slots */
-	/*
-	 * nblk - 1 words for blocks 1..nblk-1 (block 0's is fast.ready0):
-	 * bit i of block k's word set once slot i of block k is initialised
-	 */
-	unsigned long ready[];
-	/* followed by the remote slot */
+	u16 off;			/* our bytes in every unit */
+	u16 size;			/* slot payload */
+	unsigned long remote[];		/* the remote slot, @size bytes */
 };
 
 static_assert(offsetof(struct mmcid_pcpu, fast) == 0);
-/* The packing above, where locks carry no debug state. */
+/*
+ * The packing above, where locks carry no debug state.  On PREEMPT_RT
+ * the context's spinlock_t is an rt_mutex (32 bytes): 160 bytes there.
+ */
 static_assert(IS_ENABLED(CONFIG_DEBUG_SPINLOCK) ||
 	      IS_ENABLED(CONFIG_DEBUG_LOCK_ALLOC) ||
-	      offsetof(struct mmcid_pcpu, ready) <= 128);
+	      (sizeof(struct mmcid_pcpu) <= 96 &&
+	       (IS_ENABLED(CONFIG_PREEMPT_RT) ||
+		sizeof(struct mmcid_mm) <= 128)));
+static_assert(sizeof(struct mmcid_units) <= 56);
 
-/* The ready word of block k: block 0's is on the first line, for the add. */
+/* The word that holds block k's pointer, or NULL if dir is not there yet. */
+static __always_inline void **mmcid_blkp(struct mmcid_units *u, unsigned int k)
+{
+	void **dir;
+
+	if (!k)
+		return &u->blk0;
+	/* Pairs with the release in mmcid_grow(): a zeroed array. */
+	dir = smp_load_acquire(&u->dir);
+	return dir ? &dir[k - 1] : NULL;
+}
+
+/* Block k's slot array, or NULL. */
+static __always_inline void *mmcid_blk(struct mmcid_units *u, unsigned int k)
+{
+	void **p = mmcid_blkp(u, k);
+
+	/* Pairs with the release in mmcid_grow(). */
+	return p ? smp_load_acquire(p) : NULL;
+}
+
+/*
+ * The ready word of block k, or NULL while we have no words above block
+ * 0 (then no slot of ours above block 0 is initialised): block 0's is on
+ * the first line, for the add.
+ */
 static __always_inline unsigned long *mmcid_ready(struct mmcid_pcpu *s,
 						  unsigned int k)
 {
-	return k ? &s->ready[k - 1] : &s->fast.ready0;
+	unsigned long *r;
+
+	if (!k)
+		return &s->fast.ready0;
+	/* Pairs with the release in mmcid_grow(): a zeroed array. */
+	r = smp_load_acquire(&s->ready);
+	return r ? &r[k - 1] : NULL;
+}
+
+/* The value of block k's ready word (0 if there is none). */
+static __always_inline unsigned long mmcid_ready_word(struct mmcid_pcpu *s,
+						      unsigned int k)
+{
+	unsigned long *r = mmcid_ready(s, k);
+
+	return r ? READ_ONCE(*r) : 0;
 }
 
 static __always_inline unsigned int mmcid_blk_of(const struct mmcid_geo *g,
@@ -468,17 +562,10 @@ static void mmcid_geo_init(struct mmcid_geo *g, unsigned int stride)
 	g->k_base = g->l_shift - g->b0_shift;
 }
 
-static size_t mmcid_hdr_size(unsigned int nblk)
+/* Bytes of an object's header with a remote slot of @size bytes. */
+static size_t mmcid_hdr_size(size_t size)
 {
-	return ALIGN(struct_size_t(struct mmcid_pcpu, ready, nblk - 1),
-		     sizeof(long));
-}
-
-/* Bytes of a unit set's header for @unit-byte units: pointers, then map. */
-static size_t mmcid_units_size(unsigned int nblk, unsigned int unit)
-{
-	return struct_size_t(struct mmcid_units, blk, nblk) +
-		BITS_TO_LONGS(unit / MMCID_GRAIN) * sizeof(long);
+	return sizeof(struct mmcid_pcpu) + ALIGN(size, sizeof(long));
 }
 
 /* Blocks needed for nr_cpu_ids cids with @unit-byte units. */
@@ -490,9 +577,41 @@ static unsigned int mmcid_nblk(unsigned int unit)
 	return mmcid_blk_of(&g, nr_cpu_ids - 1) + 1;
 }
 
+/* Bytes of the words (dir, ready) for blocks 1 .. @nblk - 1. */
+static size_t mmcid_words_size(unsigned int nblk)
+{
+	return (nblk - 1) * sizeof(long);
+}
+
+/* What an allocation of @bytes at @p occupies: its bucket, or its pages. */
+static size_t mmcid_alloc_bytes(const void *p, size_t bytes)
+{
+	return is_vmalloc_addr(p) ? PAGE_ALIGN(bytes) : kmalloc_size_roundup(bytes);
+}
+
+/*
+ * Bytes of a unit's map grain: MMCID_GRAIN up to units of 64 grains, else
+ * the power of two that brings a unit to at most BITS_PER_LONG grains
+ * (rounded up, whatever SMP_CACHE_BYTES is), so that one word of map
+ * covers any unit.  Units above 64 grains hold one object each (their
+ * objects are bigger than half of them), so coarse grains lose nothing.
+ */
+static u32 mmcid_grain(u32 unit)
+{
+	if (unit <= BITS_PER_LONG * MMCID_GRAIN)
+		return MMCID_GRAIN;
+	return roundup_pow_of_two(DIV_ROUND_UP(unit, BITS_PER_LONG));
+}
+
+/* Grains of a unit (the last one may be partial): at most BITS_PER_LONG. */
+static unsigned int mmcid_nbits(u32 unit)
+{
+	return DIV_ROUND_UP(unit, mmcid_grain(unit));
+}
+
 static void *mmcid_remote(struct mmcid_pcpu *s)
 {
-	return (void *)s + mmcid_hdr_size(s->nblk);
+	return s->remote;
 }
 
 /* ---- per-mm context ------------------------------------------------------ */
@@ -506,9 +625,16 @@ static struct mmcid_mm *mmcid_ctx_alloc(gfp_t gfp)
 	if (!ctx)
 		return NULL;
 	spin_lock_init(&ctx->lock);
-	INIT_LIST_HEAD(&ctx->objs);
-	INIT_LIST_HEAD(&ctx->units);
 	return ctx;
+}
+
+/* The context's last reference is gone: nothing of it may be left. */
+static void mmcid_ctx_free(struct mmcid_mm *ctx)
+{
+	/* Every object left its unit set before it dropped the context. */
+	WARN_ON_ONCE(ctx->objs || ctx->set0.members || ctx->set0.next ||
+		     ctx->set0.blk0 || ctx->set0.dir);
+	kfree(ctx);
 }
 
 static struct mmu_notifier *mmcid_mm_alloc(struct mm_struct *mm)
@@ -520,11 +646,22 @@ static struct mmu_notifier *mmcid_mm_alloc(struct mm_struct *mm)
 
 static void mmcid_mm_free(struct mmu_notifier *mn)
 {
-	struct mmcid_mm *ctx = container_of(mn, struct mmcid_mm, mn);
+	mmcid_ctx_free(container_of(mn, struct mmcid_mm, mn));
+}
 
-	/* Every object left its unit set before it dropped the context. */
-	WARN_ON_ONCE(!list_empty(&ctx->units));
-	kfree(ctx);
+/* Take @s off ctx->objs if it is there; ctx->lock held. */
+static void mmcid_objs_del(struct mmcid_mm *ctx, struct mmcid_pcpu *s)
+{
+	struct mmcid_pcpu **pp;
+
+	lockdep_assert_held(&ctx->lock);
+	for (pp = &ctx->objs; *pp; pp = &(*pp)->next) {
+		if (*pp == s) {
+			*pp = s->next;
+			s->next = NULL;
+			return;
+		}
+	}
 }
 
 /*
@@ -544,9 +681,10 @@ static void mmcid_ctx_release(struct mmcid_mm *ctx)
 	spin_unlock(&ctx->lock);
 	for (;;) {
 		spin_lock(&ctx->lock);
-		s = list_first_entry_or_null(&ctx->objs, struct mmcid_pcpu, node);
+		s = ctx->objs;
 		if (s) {
-			list_del_init(&s->node);
+			ctx->objs = s->next;
+			s->next = NULL;
 			refcount_inc(&s->ref);
 		}
 		spin_unlock(&ctx->lock);
@@ -584,22 +722,61 @@ static const struct mmu_notifier_ops mmcid_mm_ops = {
 /*
  * Free a unit set's blocks; nobody may use or publish them any more, and
  * the caller keeps the set itself alive (a member, or the pin of
- * mmcid_units_unpin()).  No lock held: up to nblk kfree()s, rescheduling.
+ * mmcid_units_unpin()), or @u is a copy of a set nobody can reach (see
+ * mmcid_units_drop()).  The dir array stays (it goes with the set).  No
+ * lock held: up to nblk kfree()s, rescheduling.
  */
 static void mmcid_units_free_blocks(struct mmcid_units *u)
 {
 	unsigned int k;
 
 	for (k = 0; k < u->nblk; k++) {
-		void *slots = u->blk[k];
+		void **p = k ? (u->dir ? &u->dir[k - 1] : NULL) : &u->blk0;
+		void *slots = p ? *p : NULL;
 
 		if (!slots)
 			continue;
 		/* Lockless readers (memory, slots) look at the pointer only. */
-		WRITE_ONCE(u->blk[k], NULL);
+		WRITE_ONCE(*p, NULL);
 		kfree(slots);
 		cond_resched();
 	}
+}
+
+/*
+ * The last member of @u left (members is 0); ctx->lock held.  Copy what
+ * is to be freed to @dying, and make @u unreachable: the embedded set0
+ * is emptied for reuse (its block pointers cleared here, so that a new
+ * member never sees the old blocks), any other set is unlinked.  The
+ * caller frees the rest with mmcid_units_destroy() after unlocking.
+ */
+static void mmcid_units_drop(struct mmcid_mm *ctx, struct mmcid_units *u,
+			     struct mmcid_units *dying)
+{
+	struct mmcid_units *p;
+
+	lockdep_assert_held(&ctx->lock);
+	*dying = *u;
+	if (u == &ctx->set0) {
+		WRITE_ONCE(u->blk0, NULL);
+		WRITE_ONCE(u->dir, NULL);
+		u->map = 0;
+		u->grow_retry = 0;
+		return;
+	}
+	for (p = &ctx->set0; p->next != u; p = p->next)
+		;
+	p->next = u->next;
+}
+
+/* Free what mmcid_units_drop() detached; no lock held, may reschedule. */
+static void mmcid_units_destroy(struct mmcid_mm *ctx, struct mmcid_units *u,
+				struct mmcid_units *dying)
+{
+	mmcid_units_free_blocks(dying);
+	kvfree(dying->dir);
+	if (u != &ctx->set0)
+		kfree(u);
 }
 
 /* The unit size of objects of @size bytes: a cache line at least. */
@@ -620,30 +797,42 @@ static u32 mmcid_align_of(size_t size)
 		       SMP_CACHE_BYTES);
 }
 
+/* A unit set, new or emptied (set0), prepared for @unit-byte units. */
+static void mmcid_units_init(struct mmcid_units *u, u32 unit)
+{
+	u->unit = unit;
+	mmcid_geo_init(&u->geo, unit);
+	u->nblk = mmcid_nblk(unit);
+	u->map = 0;
+	u->grow_retry = 0;
+}
+
 /*
  * Drop the pin taken to free a set's blocks outside ctx->lock; the last
  * reference (pin or member) frees the set.
  */
 static void mmcid_units_unpin(struct mmcid_mm *ctx, struct mmcid_units *u)
 {
+	struct mmcid_units dying;
 	bool gone;
 
 	spin_lock(&ctx->lock);
 	gone = !--u->members;
 	if (gone)
-		list_del(&u->node);
+		mmcid_units_drop(ctx, u, &dying);
 	spin_unlock(&ctx->lock);
 	if (gone)
-		kvfree(u);
+		mmcid_units_destroy(ctx, u, &dying);
 }
 
 /*
  * Give @size bytes of every unit to a new object: first fit in the unit
  * sets of @ctx whose unit is the one of @size (mmcid_unit_of(): objects
  * of up to a cache line share 64-byte units, a bigger object never lands
- * in a set of bigger units than its own), else in a new set.  Ranges are
- * aligned as mmcid_align_of() says.  The new member counts as live (its
- * slots are not folded).
+ * in a set of bigger units than its own), else in the embedded set0 if
+ * it is empty, else in a new set.  Ranges are aligned as
+ * mmcid_align_of() says, in grains of the unit (mmcid_grain()).  The new
+ * member counts as live (its slots are not folded).
  *
  * Context: Process context, may sleep; @ctx is alive (not dead).
  * Return: 0 with *@up and *@offp set, or -ENOMEM.
@@ -651,19 +840,24 @@ static void mmcid_units_unpin(struct mmcid_mm *ctx, struct mmcid_units *u)
 static int mmcid_units_join(struct mmcid_mm *ctx, u32 size,
 			    struct mmcid_units **up, u32 *offp)
 {
-	unsigned int need = DIV_ROUND_UP(size, MMCID_GRAIN);
-	unsigned long align = mmcid_align_of(size) / MMCID_GRAIN - 1;
-	u32 unit = mmcid_unit_of(size);
-	struct mmcid_units *u, *fresh = NULL;
-	unsigned int nbits, start, nblk;
+	u32 unit = mmcid_unit_of(size), grain = mmcid_grain(unit);
+	unsigned long align = max_t(u32, mmcid_align_of(size) / grain, 1) - 1;
+	unsigned int need = DIV_ROUND_UP(size, grain);
+	unsigned int nbits = mmcid_nbits(unit), start;
+	struct mmcid_units *u, *last, *fresh = NULL;
 
 	for (;;) {
 		spin_lock(&ctx->lock);
-		list_for_each_entry(u, &ctx->units, node) {
+		for (u = &ctx->set0; u; u = u->next) {
+			last = u;
+			if (!u->members) {	/* set0, empty */
+				mmcid_units_init(u, unit);
+				start = 0;
+				goto found;
+			}
 			if (u->unit != unit)
 				continue;
-			nbits = u->unit / MMCID_GRAIN;
-			start = bitmap_find_next_zero_area(u->map, nbits, 0,
+			start = bitmap_find_next_zero_area(&u->map, nbits, 0,
 							   need, align);
 			if (start < nbits)
 				goto found;
@@ -671,30 +865,25 @@ static int mmcid_units_join(struct mmcid_mm *ctx, u32 size,
 		if (fresh) {
 			u = fresh;
 			fresh = NULL;
-			list_add_tail(&u->node, &ctx->units);
+			last->next = u;
 			start = 0;
 			goto found;
 		}
 		spin_unlock(&ctx->lock);
 
-		nblk = mmcid_nblk(unit);
-		/* nblk pointers: up to one per cid for page-sized units */
-		fresh = kvzalloc(mmcid_units_size(nblk, unit), GFP_KERNEL_ACCOUNT);
+		fresh = kzalloc(sizeof(*fresh), GFP_KERNEL_ACCOUNT);
 		if (!fresh)
 			return -ENOMEM;
-		fresh->unit = unit;
-		mmcid_geo_init(&fresh->geo, unit);
-		fresh->nblk = nblk;
-		fresh->map = (unsigned long *)&fresh->blk[nblk];
+		mmcid_units_init(fresh, unit);
 	}
 found:
-	bitmap_set(u->map, start, need);
+	bitmap_set(&u->map, start, need);
 	u->members++;
 	u->live++;
 	spin_unlock(&ctx->lock);
-	kvfree(fresh);
+	kfree(fresh);
 	*up = u;
-	*offp = start * MMCID_GRAIN;
+	*offp = start * grain;
 	return 0;
 }
 
@@ -710,23 +899,24 @@ found:
 static void mmcid_units_leave(struct mmcid_mm *ctx, struct mmcid_units *u,
 			      u32 off, u32 size, bool live)
 {
+	u32 grain = mmcid_grain(u->unit);
+	struct mmcid_units dying;
 	bool gone, pin = false;
 
 	spin_lock(&ctx->lock);
-	bitmap_clear(u->map, off / MMCID_GRAIN, DIV_ROUND_UP(size, MMCID_GRAIN));
+	bitmap_clear(&u->map, off / grain, DIV_ROUND_UP(size, grain));
 	if (live)
 		u->live--;
 	gone = !--u->members;
 	if (gone) {
-		list_del(&u->node);
+		mmcid_units_drop(ctx, u, &dying);
 	} else if (live && ctx->dead && !u->live) {
 		u->members++;		/* pinned while its blocks are freed */
 		pin = true;
 	}
 	spin_unlock(&ctx->lock);
 	if (gone) {
-		mmcid_units_free_blocks(u);
-		kvfree(u);
+		mmcid_units_destroy(ctx, u, &dying);
 	} else if (pin) {
 		mmcid_units_free_blocks(u);
 		mmcid_units_unpin(ctx, u);
@@ -744,7 +934,7 @@ static void mmcid_units_folded(struct mmcid_pcpu *s)
 	bool pin;
 
 	spin_lock(&s->ctx->lock);
-	s->folded = true;
+	s->fast.folded = true;
 	pin = !--u->live && s->ctx->dead;
 	if (pin)
 		u->members++;
@@ -766,7 +956,7 @@ static void mmcid_fini_block(struct mmcid_pcpu *s, unsigned int k, void *slots,
 
 	if (!fini)
 		return;
-	for_each_set_bit(i, &ready, mmcid_blk_len(&s->geo, k))
+	for_each_set_bit(i, &ready, mmcid_blk_len(&s->units->geo, k))
 		fini(slots + i * s->fast.stride + s->off, s->arg);
 }
 
@@ -781,25 +971,29 @@ static void mmcid_walk(struct mmcid_pcpu *s,
 		       void (*fn)(struct mmcid_pcpu *s, void *slot, int cid,
 				  void *data), void *data)
 {
+	struct mmcid_units *u = s->units;
 	unsigned int k, i;
 
 	lockdep_assert_held(&s->lock);
-	for (k = 0; k < s->nblk; k++) {
-		unsigned int first = mmcid_blk_first(&s->geo, k);
-		/* Pairs with test_and_set_bit() after the slot's init. */
-		unsigned long ready = smp_load_acquire(mmcid_ready(s, k));
+	for (k = 0; k < u->nblk; k++) {
+		unsigned int first = mmcid_blk_first(&u->geo, k);
+		unsigned long *r = mmcid_ready(s, k), ready;
 		void *slots;
 
+		if (!r)		/* no ready words above block 0 yet */
+			break;
+		/* Pairs with test_and_set_bit() after the slot's init. */
+		ready = smp_load_acquire(r);
 		if (!ready)
 			continue;
-		slots = READ_ONCE(s->blk[k]);
-		for_each_set_bit(i, &ready, mmcid_blk_len(&s->geo, k))
+		slots = mmcid_blk(u, k);
+		for_each_set_bit(i, &ready, mmcid_blk_len(&u->geo, k))
 			fn(s, slots + i * s->fast.stride + s->off, first + i, data);
 	}
 }
 
 /*
- * The mm is gone.  Set s->dead (no block is published through @s any
+ * The mm is gone.  Set fast.dead (nothing is published through @s any
  * more), then block by block: under s->lock fold the block's ready slots
  * into the remote slot and clear the ready word, drop the lock, finalise
  * those slots, reschedule.  Interrupts are off for one block (at most
@@ -816,31 +1010,33 @@ static void mmcid_teardown(struct mmcid_pcpu *s)
 {
 	void (*fold)(void *remote, const void *slot, void *arg) =
 		s->ops ? s->ops->fold : NULL;
-	unsigned long flags, ready;
+	struct mmcid_units *u = s->units;
+	unsigned long flags, ready, *r;
 	unsigned int k, i;
 	void *slots;
 	bool first;
 
 	raw_spin_lock_irqsave(&s->lock, flags);
-	first = !s->dead;
-	WRITE_ONCE(s->dead, true);
+	first = !s->fast.dead;
+	WRITE_ONCE(s->fast.dead, true);
 	raw_spin_unlock_irqrestore(&s->lock, flags);
 	if (!first)
 		return;
 
-	for (k = 0; k < s->nblk; k++) {
+	/* Dead: no ready words are published any more, none come later. */
+	for (k = 0; k < u->nblk && (r = mmcid_ready(s, k)); k++) {
 		raw_spin_lock_irqsave(&s->lock, flags);
-		ready = *mmcid_ready(s, k);
-		slots = s->blk[k];
+		ready = *r;
+		slots = mmcid_blk(u, k);
 		if (ready) {
 			if (fold) {
 				for_each_set_bit(i, &ready,
-						 mmcid_blk_len(&s->geo, k))
+						 mmcid_blk_len(&u->geo, k))
 					fold(mmcid_remote(s),
 					     slots + i * s->fast.stride + s->off,
 					     s->arg);
 			}
-			WRITE_ONCE(*mmcid_ready(s, k), 0);
+			WRITE_ONCE(*r, 0);
 		}
 		raw_spin_unlock_irqrestore(&s->lock, flags);
 		if (!ready)
@@ -854,22 +1050,29 @@ static void mmcid_teardown(struct mmcid_pcpu *s)
 /* Free an object nobody else can reach; process context, may sleep. */
 static void mmcid_free(struct mmcid_pcpu *s)
 {
+	struct mmcid_units *u = s->units;
+	unsigned long *r;
 	unsigned int k;
 
 	/* Not folded: the blocks stay while we count as live. */
-	for (k = 0; !s->folded && k < s->nblk; k++) {
-		unsigned long ready = *mmcid_ready(s, k);
+	for (k = 0; !s->fast.folded && k < u->nblk; k++) {
+		unsigned long ready;
 
+		r = mmcid_ready(s, k);
+		if (!r)		/* no ready words above block 0 */
+			break;
+		ready = *r;
 		if (!ready)
 			continue;
-		*mmcid_ready(s, k) = 0;
-		mmcid_fini_block(s, k, s->blk[k], ready);
+		*r = 0;
+		mmcid_fini_block(s, k, mmcid_blk(u, k), ready);
 		cond_resched();
 	}
 	if (s->ops && s->ops->fini)
 		s->ops->fini(mmcid_remote(s), s->arg);
-	mmcid_units_leave(s->ctx, s->units, s->off, s->size, !s->folded);
+	mmcid_units_leave(s->ctx, u, s->off, s->size, !s->fast.folded);
 	mmcid_ctx_put(s->ctx);
+	kvfree(s->ready);
 	kvfree(s);
 }
 
@@ -890,18 +1093,15 @@ static struct mmcid_pcpu *mmcid_create_in(struct mmcid_mm *ctx,
 	ret = mmcid_units_join(ctx, size, &u, &off);
 	if (ret)
 		return ERR_PTR(ret);
-	s = kvzalloc(mmcid_hdr_size(u->nblk) + size, GFP_KERNEL_ACCOUNT);
+	s = kvzalloc(mmcid_hdr_size(size), GFP_KERNEL_ACCOUNT);
 	if (!s) {
 		mmcid_units_leave(ctx, u, off, size, true);
 		return ERR_PTR(-ENOMEM);
 	}
-	s->blk = u->blk;
 	s->off = off;
 	s->fast.stride = u->unit;
 	s->fast.mm = mm;
 	s->fast.nr0 = mmcid_blk_len(&u->geo, 0);
-	s->geo = u->geo;
-	s->nblk = u->nblk;
 	s->ctx = ctx;
 	s->units = u;
 	s->ops = ops;
@@ -912,12 +1112,12 @@ static struct mmcid_pcpu *mmcid_create_in(struct mmcid_mm *ctx,
 	lockdep_set_class_and_name(&s->lock, key, "mmcid_pcpu->lock");
 	refcount_set(&s->ref, 1);
 	atomic_set(&s->grow_attempts, 0);
-	INIT_LIST_HEAD(&s->node);
 
 	if (ops && ops->init)
 		ops->init(mmcid_remote(s), arg);
 	spin_lock(&ctx->lock);
-	list_add(&s->node, &ctx->objs);
+	s->next = ctx->objs;
+	ctx->objs = s;
 	spin_unlock(&ctx->lock);
 	return s;
 }
@@ -925,7 +1125,7 @@ static struct mmcid_pcpu *mmcid_create_in(struct mmcid_mm *ctx,
 /**
  * __mmcid_pcpu_create() - create storage for an mm, indexed by mm_cid
  * @mm: the mm; the caller holds mm_users (mmget() or it is current->mm)
- * @size: bytes per slot, 1..PAGE_SIZE
+ * @size: bytes per slot, 1..PAGE_SIZE (at most 32 KiB)
  * @ops: slot init/fold/fini callbacks, or NULL (zeroed slots, nothing
  *	 folded or finalised)
  * @arg: passed to the callbacks
@@ -939,9 +1139,11 @@ static struct mmcid_pcpu *mmcid_create_in(struct mmcid_mm *ctx,
  * storage stays usable after @mm is torn down (all accesses then go to
  * the remote slot) until mmcid_pcpu_destroy().  The header and a new
  * unit set are charged to the caller's memory cgroup
- * (GFP_KERNEL_ACCOUNT); a block is allocated with the @gfp of the access
- * that first needs it (add __GFP_ACCOUNT there to charge blocks too; a
- * block is shared by the set's objects and charged once).
+ * (GFP_KERNEL_ACCOUNT); a block, and above block 0 the set's dir and the
+ * object's ready words, are allocated with the @gfp of the access (or
+ * mmcid_pcpu_prepare()) that first needs them (add __GFP_ACCOUNT there
+ * to charge them too; a block is shared by the set's objects and
+ * charged once).
  *
  * Context: Process context, may sleep (takes @mm's mmap_lock for writing).
  * Return: the storage, or an ERR_PTR(): -EINVAL for a bad @size or no @mm;
@@ -1004,7 +1206,7 @@ void mmcid_pcpu_destroy(struct mmcid_pcpu *s)
 		return;
 	might_sleep();
 	spin_lock(&s->ctx->lock);
-	list_del_init(&s->node);
+	mmcid_objs_del(s->ctx, s);
 	spin_unlock(&s->ctx->lock);
 	/* Off the list: ->release cannot take a new reference. */
 	wait_var_event(&s->ref, refcount_read(&s->ref) == 1);
@@ -1070,9 +1272,8 @@ void mmcid_mm_destroy(struct mmcid_mm *ctx)
 {
 	if (!ctx)
 		return;
-	WARN_ON_ONCE(!ctx->owned || !list_empty(&ctx->objs) ||
-		     !list_empty(&ctx->units));
-	kfree(ctx);
+	WARN_ON_ONCE(!ctx->owned);
+	mmcid_ctx_free(ctx);
 }
 EXPORT_SYMBOL_GPL(mmcid_mm_destroy);
 
@@ -1080,7 +1281,7 @@ EXPORT_SYMBOL_GPL(mmcid_mm_destroy);
  * __mmcid_pcpu_create_in() - mmcid_pcpu_create() in an owned context
  * @ctx: from mmcid_mm_create(), not yet released
  * @mm: the mm the context belongs to
- * @size: bytes per slot, 1..PAGE_SIZE
+ * @size: bytes per slot, 1..PAGE_SIZE (at most 32 KiB)
  * @ops: slot callbacks, or NULL
  * @arg: passed to the callbacks
  * @key: lockdep class of the storage's lock
@@ -1120,10 +1321,15 @@ EXPORT_SYMBOL_GPL(__mmcid_pcpu_create_in);
  * @gfp: allocation flags
  *
  * Allocates the blocks that hold the units of cids 0 .. @max_cid of @s's
- * unit set, where missing, so that threads with those cids find their
- * slot even when they access it from atomic context, where a missing
- * block sends them to the remote slot.  Shared by every object of the
- * set.  A block that exists costs one load.
+ * unit set, where missing, and above block 0 the set's dir and @s's ready
+ * words, so that threads with those cids find their slot even when they
+ * access it from atomic context, where anything missing sends them to
+ * the remote slot.  The blocks and the dir are shared by every object of
+ * the set, the ready words are @s's own: for cids 0 .. 3 (block 0) one
+ * prepare serves the whole set, above them every object that is used
+ * from atomic context needs its own (one counter array needs one).
+ * What exists costs a load or two.  The allocations are charged as
+ * @gfp says (__GFP_ACCOUNT: to the caller's memory cgroup).
  *
  * Context: Process context, may sleep if @gfp allows.
  * Return: 0, -ENOMEM (the accesses still work, through the remote slot),
@@ -1131,13 +1337,14 @@ EXPORT_SYMBOL_GPL(__mmcid_pcpu_create_in);
  */
 int mmcid_pcpu_prepare(struct mmcid_pcpu *s, unsigned int max_cid, gfp_t gfp)
 {
+	struct mmcid_units *u = s->units;
 	unsigned int k, last;
 	int ret;
 
 	might_sleep_if(gfpflags_allow_blocking(gfp));
-	last = mmcid_blk_of(&s->geo, min(max_cid, nr_cpu_ids - 1));
-	for (k = 0; k <= last && k < s->nblk; k++) {
-		if (READ_ONCE(s->blk[k]))
+	last = mmcid_blk_of(&u->geo, min(max_cid, nr_cpu_ids - 1));
+	for (k = 0; k <= last && k < u->nblk; k++) {
+		if (mmcid_blk(u, k) && mmcid_ready(s, k))
 			continue;
 		ret = mmcid_grow(s, k, gfp);
 		if (ret)
@@ -1165,9 +1372,9 @@ static __always_inline void mmcid_might_sleep(gfp_t gfp)
  */
 static bool mmcid_may_grow(struct mmcid_pcpu *s, gfp_t gfp)
 {
-	unsigned long retry = READ_ONCE(s->grow_retry);
+	unsigned long retry = READ_ONCE(s->units->grow_retry);
 
-	if (READ_ONCE(s->dead))
+	if (READ_ONCE(s->fast.dead))
 		return false;		/* nothing would be published */
 	if (retry && time_before(jiffies, retry))
 		return false;		/* backing off after a failure */
@@ -1187,27 +1394,48 @@ static bool mmcid_may_grow(struct mmcid_pcpu *s, gfp_t gfp)
 }
 
 /*
- * Allocate and publish block k, with preemption enabled by us.  0 if it
- * exists afterwards, else -errno; a failure starts the backoff.
+ * Make block k usable for @s, with preemption enabled by us: allocate
+ * and publish what is missing of the set's dir (k >= 1), our ready words
+ * (k >= 1) and the block.  0 if all of it exists afterwards, else
+ * -errno; a failure starts the set's backoff.
  */
 static int mmcid_grow(struct mmcid_pcpu *s, unsigned int k, gfp_t gfp)
 {
-	unsigned long flags;
-	void *slots;
+	struct mmcid_units *u = s->units;
+	unsigned long flags, *ready = NULL;
+	void **dir = NULL, *slots = NULL;
+	unsigned long retry;
+	gfp_t agfp;
 	int ret = 0;
 
 	atomic_inc(&s->grow_attempts);
 	/* An optimisation with a fallback: no reserves, OOM killer, warning. */
 	gfp &= ~(__GFP_HIGH | __GFP_NOFAIL);
 	gfp |= __GFP_NOWARN | __GFP_NORETRY;
+	if (pn_fault_hit(PN_FAULT_MMCID))
+		goto fail;
+	/*
+	 * Up to one word per block (page-sized units): kvcalloc(), which
+	 * takes __GFP_RETRY_MAYFAIL for "no OOM killer" instead of
+	 * __GFP_NORETRY (a non-blocking @gfp makes it kmalloc() only).
+	 */
+	agfp = (gfp & ~__GFP_NORETRY) | __GFP_RETRY_MAYFAIL;
+	if (k && !READ_ONCE(u->dir)) {
+		dir = kvcalloc(u->nblk - 1, sizeof(*dir), agfp);
+		if (!dir)
+			goto fail;
+	}
+	if (k && !READ_ONCE(s->ready)) {
+		ready = kvcalloc(u->nblk - 1, sizeof(*ready), agfp);
+		if (!ready)
+			goto fail;
+	}
 	/* At most MMCID_BLK_BYTES; slots are initialised on first use. */
-	slots = pn_fault_hit(PN_FAULT_MMCID) ? NULL :
-		kmalloc_array(mmcid_blk_len(&s->geo, k), s->fast.stride, gfp);
-	if (!slots) {
-		unsigned long retry = jiffies + MMCID_GROW_BACKOFF;
-
-		WRITE_ONCE(s->grow_retry, retry ?: 1);	/* 0 means none */
-		return -ENOMEM;
+	if (!mmcid_blk(u, k)) {
+		slots = kmalloc_array(mmcid_blk_len(&u->geo, k), s->fast.stride,
+				      gfp);
+		if (!slots)
+			goto fail;
 	}
 
 	/*
@@ -1215,21 +1443,36 @@ static int mmcid_grow(struct mmcid_pcpu *s, unsigned int k, gfp_t gfp)
 	 * lock before it folds, and the set's blocks are freed only after
 	 * every live member was folded, so nothing is published into a set
 	 * whose blocks are being freed.  Another member of the set may
-	 * publish the same block at the same time (under its own lock):
-	 * the cmpxchg picks one, the other allocation is freed.  Our ready
-	 * word for the block is zero; the release pairs with the acquire in
-	 * get.
+	 * publish the same dir or block at the same time (under its own
+	 * lock), and another thread of the mm our ready words: each cmpxchg
+	 * picks one, the other allocation is freed.  Our ready word for the
+	 * block is zero; the releases pair with the acquires in get.
 	 */
 	raw_spin_lock_irqsave(&s->lock, flags);
-	if (s->dead)
+	if (s->fast.dead) {
 		ret = -ENOENT;
-	else if (!cmpxchg_release(&s->blk[k], NULL, slots))
-		slots = NULL;
+	} else {
+		if (dir && !cmpxchg_release(&u->dir, NULL, dir))
+			dir = NULL;
+		if (ready && !cmpxchg_release(&s->ready, NULL, ready))
+			ready = NULL;
+		if (slots && !cmpxchg_release(mmcid_blkp(u, k), NULL, slots))
+			slots = NULL;
+	}
 	raw_spin_unlock_irqrestore(&s->lock, flags);
+	kvfree(dir);
+	kvfree(ready);
 	kfree(slots);
-	if (!ret && READ_ONCE(s->grow_retry))
-		WRITE_ONCE(s->grow_retry, 0);
+	if (!ret && READ_ONCE(u->grow_retry))
+		WRITE_ONCE(u->grow_retry, 0);
 	return ret;
+
+fail:
+	kvfree(dir);
+	kvfree(ready);
+	retry = jiffies + MMCID_GROW_BACKOFF;
+	WRITE_ONCE(u->grow_retry, retry ?: 1);	/* 0 means none */
+	return -ENOMEM;
 }
 
 /* First use of a slot by its cid owner (preemption disabled). */
@@ -1282,31 +1525,41 @@ static __always_inline int mmcid_pick(struct mmcid_pcpu *s,
 }
 
 /*
- * The hot path: the caller's cid slot if its block exists and the slot is
- * initialised, else NULL (the caller then takes __mmcid_pcpu_get()).
- * Preemption is off and stays off while the slot is used.
+ * The hot path: the caller's cid slot if it is initialised, else NULL
+ * (the caller then takes __mmcid_pcpu_get()).  Block 0 (cids below
+ * fast.nr0) is reached from the first line alone, as the inline add
+ * does; a higher cid reads the set's geometry and dir and our ready
+ * words.  A ready bit implies an allocated block (see the invariants):
+ * the bit is read first, with acquire ordering, then the block pointer
+ * published before it.  Preemption is off and stays off while the slot
+ * is used.
  */
 static __always_inline void *mmcid_fast_slot(struct mmcid_pcpu *s,
 					     enum mmcid_src src, int cid,
 					     int *used)
 {
+	struct mmcid_units *u;
+	unsigned long *r;
 	unsigned int k, bit;
-	void *slots;
 	int c;
 
 	c = mmcid_pick(s, src, cid);
 	if (unlikely(c < 0))
 		return NULL;
-	k = mmcid_blk_of(&s->geo, c);
-	/* Pairs with the release in mmcid_grow(). */
-	slots = smp_load_acquire(&s->blk[k]);
-	if (unlikely(!slots))
-		return NULL;
-	bit = c - mmcid_blk_first(&s->geo, k);
-	if (unlikely(!test_bit_acquire(bit, mmcid_ready(s, k))))
+	if (c < s->fast.nr0) {
+		if (unlikely(!test_bit_acquire(c, &s->fast.ready0)))
+			return NULL;
+		*used = c;
+		return READ_ONCE(s->fast.slot0) + c * s->fast.stride;
+	}
+	u = s->units;
+	k = mmcid_blk_of(&u->geo, c);
+	r = mmcid_ready(s, k);
+	bit = c - mmcid_blk_first(&u->geo, k);
+	if (unlikely(!r || !test_bit_acquire(bit, r)))
 		return NULL;
 	*used = c;
-	return slots + bit * s->fast.stride + s->off;
+	return mmcid_blk(u, k) + bit * s->fast.stride + s->off;
 }
 
 /*
@@ -1319,52 +1572,60 @@ static __always_inline void *mmcid_get(struct mmcid_pcpu *s,
 				       enum mmcid_src src, int cid,
 				       unsigned int subclass)
 {
+	struct mmcid_units *u = s->units;
 	unsigned int k, bit, tries = 0;
 	void *slots, *slot;
+	unsigned long *r;
 	int c;
 
 	mmcid_might_sleep(gfp);
 again:
 	preempt_disable();
+	slot = mmcid_fast_slot(s, src, cid, &c);
+	if (likely(slot)) {
+		ref->cpu = smp_processor_id();
+		ref->cid = c;
+		ref->slot = slot;
+		return slot;
+	}
 	c = mmcid_pick(s, src, cid);
 	if (c < 0) {
 		preempt_enable();
 		goto remote;
 	}
-	k = mmcid_blk_of(&s->geo, c);
-	/* Pairs with the release in mmcid_grow(). */
-	slots = smp_load_acquire(&s->blk[k]);
-	if (likely(slots)) {
-		bit = c - mmcid_blk_first(&s->geo, k);
+	k = mmcid_blk_of(&u->geo, c);
+	bit = c - mmcid_blk_first(&u->geo, k);
+	slots = mmcid_blk(u, k);
+	r = mmcid_ready(s, k);
+	if (likely(slots && r)) {
 		slot = slots + bit * s->fast.stride + s->off;
-		if (unlikely(!test_bit_acquire(bit, mmcid_ready(s, k)))) {
-			/*
-			 * A folded object never initialises a cid slot
-			 * again: the blocks it sees belong to live members
-			 * and go when they are folded.
-			 */
-			if (unlikely(READ_ONCE(s->dead))) {
-				preempt_enable();
-				goto remote;
-			}
-			/*
-			 * Block 0's slots are reached from fast.slot0 by the
-			 * inline add; set it before our ready bit (the fully
-			 * ordered test_and_set_bit() in mmcid_init_slot()).
-			 * Every owner stores the same value.
-			 */
-			if (!k)
-				WRITE_ONCE(s->fast.slot0, slots + s->off);
-			mmcid_init_slot(s, slot, mmcid_ready(s, k), bit);
+		/*
+		 * A folded object never initialises a cid slot again: the
+		 * blocks it sees belong to live members and go when they
+		 * are folded.
+		 */
+		if (unlikely(READ_ONCE(s->fast.dead))) {
+			preempt_enable();
+			goto remote;
 		}
+		/*
+		 * Block 0's slots are reached from fast.slot0 by the fast
+		 * paths; set it before our ready bit (the fully ordered
+		 * test_and_set_bit() in mmcid_init_slot()).  Every owner
+		 * stores the same value.
+		 */
+		if (!k)
+			WRITE_ONCE(s->fast.slot0, slots + s->off);
+		mmcid_init_slot(s, slot, r, bit);
 		ref->cpu = smp_processor_id();
 		ref->cid = c;
 		ref->slot = slot;
 		return slot;
 	}
 	/*
-	 * No block: allocate only outside our atomic section, then start
-	 * over, because the cid may have changed while we were preemptible.
+	 * No block, dir or ready words: allocate only outside our atomic
+	 * section, then start over, because the cid may have changed while
+	 * we were preemptible.
 	 */
 	preempt_enable();
 	if (tries++ < MMCID_GROW_TRIES && mmcid_may_grow(s, gfp)) {
@@ -1541,10 +1802,12 @@ EXPORT_SYMBOL_GPL(mmcid_pcpu_for_each);
 /* The header's allocation: its kmalloc bucket, or its pages if vmalloc()ed. */
 static size_t mmcid_hdr_bytes(struct mmcid_pcpu *s)
 {
-	size_t bytes = mmcid_hdr_size(s->nblk) + s->size;
+	unsigned long *r = READ_ONCE(s->ready);
+	size_t bytes = mmcid_alloc_bytes(s, mmcid_hdr_size(s->size));
 
-	return is_vmalloc_addr(s) ? PAGE_ALIGN(bytes) :
-		kmalloc_size_roundup(bytes);
+	if (r)	/* allocated with our first slot above block 0 */
+		bytes += mmcid_alloc_bytes(r, mmcid_words_size(s->units->nblk));
+	return bytes;
 }
 
 /**
@@ -1552,7 +1815,8 @@ static size_t mmcid_hdr_bytes(struct mmcid_pcpu *s)
  * @s: the storage
  *
  * The header with the remote slot (its kmalloc bucket, or the pages if it
- * was vmalloc()ed) and the object's share of its unit set: its slot size
+ * was vmalloc()ed), its ready words above block 0 if it has them, and
+ * the object's share of its unit set: its slot size
  * (rounded up to 8 bytes) for every cid slot in the allocated blocks.  The
  * rest of the units, the unit sets' headers and the per-mm context are
  * shared by the objects of the mm: mmcid_pcpu_mm_memory() counts them.
@@ -1577,8 +1841,9 @@ EXPORT_SYMBOL_GPL(mmcid_pcpu_memory);
  *	(the cid slots of every object of the mm, with the units' padding)
  *
  * Every allocation the mm's storage made, by kmalloc bucket (pages for
- * a vmalloc()ed header): the per-mm context, every unit set's header and
- * allocated blocks, and the header of every object not yet torn down
+ * a vmalloc()ed array): the per-mm context with the first unit set,
+ * every further unit set's header, dir and allocated blocks, and the
+ * header and ready words of every object not yet torn down
  * (teardown takes objects off the mm's list; their headers stay until
  * mmcid_pcpu_destroy(), see mmcid_pcpu_memory()).
  *
@@ -1592,19 +1857,25 @@ size_t mmcid_pcpu_mm_memory(struct mmcid_pcpu *s, size_t *unit_bytes)
 	struct mmcid_units *u;
 	struct mmcid_pcpu *o;
 	unsigned int k;
+	void **dir;
 
 	spin_lock(&ctx->lock);
-	list_for_each_entry(u, &ctx->units, node) {
-		size_t sz = mmcid_units_size(u->nblk, u->unit);
+	for (u = &ctx->set0; u; u = u->next) {
+		if (u != &ctx->set0)	/* set0 is part of the context */
+			bytes += kmalloc_size_roundup(sizeof(*u));
+		/* Freed only by the last member, under this lock. */
+		dir = READ_ONCE(u->dir);
+		if (dir)
+			bytes += mmcid_alloc_bytes(dir, mmcid_words_size(u->nblk));
+		for (k = 0; u->members && k < u->nblk; k++) {
+			void **p = k ? (dir ? &dir[k - 1] : NULL) : &u->blk0;
 
-		bytes += is_vmalloc_addr(u) ? PAGE_ALIGN(sz) :
-			 kmalloc_size_roundup(sz);
-		for (k = 0; k < u->nblk; k++)
-			if (READ_ONCE(u->blk[k]))
+			if (p && READ_ONCE(*p))
 				blocks += kmalloc_size_roundup(mmcid_blk_len(&u->geo, k) *
 							       u->unit);
+		}
 	}
-	list_for_each_entry(o, &ctx->objs, node)
+	for (o = ctx->objs; o; o = o->next)
 		bytes += mmcid_hdr_bytes(o);
 	spin_unlock(&ctx->lock);
 	if (unit_bytes)
@@ -1624,12 +1895,21 @@ EXPORT_SYMBOL_GPL(mmcid_pcpu_mm_memory);
  */
 unsigned int mmcid_pcpu_slots(struct mmcid_pcpu *s)
 {
+	struct mmcid_units *u = s->units;
 	unsigned int k, n = 0;
 
-	/* Lockless: block pointers only, never dereferenced. */
-	for (k = 0; k < s->nblk; k++)
-		if (READ_ONCE(s->blk[k]))
-			n += mmcid_blk_len(&s->geo, k);
+	/*
+	 * Lockless: block pointers only, never dereferenced; the dir array
+	 * goes only with the set, when its last member (us) leaves.
+	 */
+	for (k = 0; k < u->nblk; k++) {
+		void **p = mmcid_blkp(u, k);
+
+		if (!p)
+			break;
+		if (READ_ONCE(*p))
+			n += mmcid_blk_len(&u->geo, k);
+	}
 	return n;
 }
 EXPORT_SYMBOL_GPL(mmcid_pcpu_slots);
@@ -1646,7 +1926,8 @@ EXPORT_SYMBOL_GPL(mmcid_pcpu_slots);
  */
 int mmcid_pcpu_max_cid(struct mmcid_pcpu *s)
 {
-	unsigned int k = s->nblk;
+	struct mmcid_units *u = s->units;
+	unsigned int k = u->nblk;
 
 	/*
 	 * Lockless, from the last block down, ready words only (no slot is
@@ -1655,10 +1936,10 @@ int mmcid_pcpu_max_cid(struct mmcid_pcpu *s)
 	 * here belongs to a slot that was initialised.
 	 */
 	while (k--) {
-		unsigned long ready = READ_ONCE(*mmcid_ready(s, k));
+		unsigned long ready = mmcid_ready_word(s, k);
 
 		if (ready)
-			return mmcid_blk_first(&s->geo, k) + __fls(ready);
+			return mmcid_blk_first(&u->geo, k) + __fls(ready);
 	}
 	return -1;
 }
@@ -1680,7 +1961,7 @@ bool mmcid_pcpu_mm_gone(struct mmcid_pcpu *s)
 	bool dead;
 
 	raw_spin_lock_irqsave(&s->lock, flags);
-	dead = s->dead;
+	dead = s->fast.dead;
 	raw_spin_unlock_irqrestore(&s->lock, flags);
 	return dead;
 }
@@ -1693,7 +1974,8 @@ EXPORT_SYMBOL_GPL(mmcid_pcpu_mm_gone);
  * mmcid_pcpu_grow_attempts() - block allocations tried so far (KUnit only)
  * @s: the storage
  * @retry: set to the jiffies before which no block is tried after a
- *	   failure, 0 if the storage is not backing off
+ *	   failure, 0 if @s's unit set is not backing off (the backoff is
+ *	   the set's: every object of it backs off together)
  *
  * Context: Any context.
  * Return: how many block allocations mmcid_grow() attempted.
@@ -1701,7 +1983,7 @@ EXPORT_SYMBOL_GPL(mmcid_pcpu_mm_gone);
 VISIBLE_IF_KUNIT unsigned int mmcid_pcpu_grow_attempts(struct mmcid_pcpu *s,
 						       unsigned long *retry)
 {
-	*retry = READ_ONCE(s->grow_retry);
+	*retry = READ_ONCE(s->units->grow_retry);
 	return atomic_read(&s->grow_attempts);
 }
 EXPORT_SYMBOL_IF_KUNIT(mmcid_pcpu_grow_attempts);
@@ -1770,69 +2052,118 @@ EXPORT_SYMBOL_IF_KUNIT(mmcid_pcpu_geo_block);
 /* ---- counter ------------------------------------------------------------------ */
 
 /*
- * A counter is a storage object whose slots are one local64_t each.
- * struct mmcid_counter is never defined: it is the storage object under a
- * distinct type, so that counter and raw storage are not mixed up.
+ * A counter array is a storage object whose slots are nr local64_t each,
+ * counter i at byte 8 * i of the object's range in every unit (and of its
+ * remote slot): an array of four counters is one object, one header and
+ * one 32-byte range of each cid's unit.  struct mmcid_counter is never
+ * defined: it is the storage object under a distinct type, so that
+ * counter and raw storage are not mixed up.  The fold callback gets nr
+ * through its arg.
  */
 static struct mmcid_pcpu *ctr_store(struct mmcid_counter *c)
 {
 	return (struct mmcid_pcpu *)c;
 }
 
+/* Counters in the array: the slot holds one local64_t each. */
+static unsigned int ctr_nr(struct mmcid_counter *c)
+{
+	return ctr_store(c)->fast.nr;
+}
+
 static void mmcid_counter_fold(void *remote, const void *slot, void *arg)
 {
-	local64_add(local64_read((local64_t *)slot), (local64_t *)remote);
+	unsigned long i, nr = (unsigned long)arg;
+
+	for (i = 0; i < nr; i++)
+		local64_add(local64_read((local64_t *)slot + i),
+			    (local64_t *)remote + i);
 }
 
 static const struct mmcid_pcpu_ops mmcid_counter_ops = {
 	.fold = mmcid_counter_fold,
 };
 
+/* 1 .. MMCID_MAX_SLOT / 8 counters: the bytes of the slot, or 0. */
+static size_t mmcid_counter_bytes(unsigned int nr)
+{
+	if (!nr || nr > MMCID_MAX_SLOT / sizeof(local64_t))
+		return 0;
+	return nr * sizeof(local64_t);
+}
+
 /**
- * __mmcid_counter_create() - a counter of an mm, one local64_t per cid
+ * __mmcid_counter_create() - an array of counters of an mm, one local64_t
+ *			      per counter and cid
  * @mm: as for mmcid_pcpu_create()
- * @key: lockdep class; mmcid_counter_create() passes its call site's
+ * @nr: counters in the array, 1 .. MMCID_MAX_SLOT / 8 (512 with 4 KiB
+ *	pages)
+ * @key: lockdep class; mmcid_counter_create() and
+ *	 mmcid_counter_create_many() pass their call site's
  *
- * Use mmcid_counter_create().
+ * Use mmcid_counter_create() or mmcid_counter_create_many().  The @nr
+ * counters share one storage object: one header, one lock, one remote
+ * slot and one range of each cid's unit (@nr * 8 bytes), as
+ * percpu_counter_init_many() shares one per-CPU allocation; they are
+ * indexed 0 .. @nr - 1 by mmcid_counter_add_at() and
+ * mmcid_counter_sum_at().
  *
  * Context: Process context, may sleep.
- * Return: the counter or an ERR_PTR(), as mmcid_pcpu_create(): -EINVAL,
- * -ESRCH, -ENOMEM, or -EINTR when a signal is pending.
+ * Return: the counter or an ERR_PTR(), as mmcid_pcpu_create(): -EINVAL
+ * (also for a bad @nr), -ESRCH, -ENOMEM, or -EINTR when a signal is
+ * pending.
  */
 struct mmcid_counter *__mmcid_counter_create(struct mm_struct *mm,
+					     unsigned int nr,
 					     struct lock_class_key *key)
 {
-	struct mmcid_pcpu *s = __mmcid_pcpu_create(mm, sizeof(local64_t),
-						   &mmcid_counter_ops, NULL,
-						   key);
+	size_t bytes = mmcid_counter_bytes(nr);
+	struct mmcid_pcpu *s;
 
-	return IS_ERR(s) ? ERR_CAST(s) : (struct mmcid_counter *)s;
+	if (!bytes)
+		return ERR_PTR(-EINVAL);
+	s = __mmcid_pcpu_create(mm, bytes, &mmcid_counter_ops,
+				(void *)(unsigned long)nr, key);
+	if (IS_ERR(s))
+		return ERR_CAST(s);
+	s->fast.nr = nr;	/* before anyone has the counter */
+	return (struct mmcid_counter *)s;
 }
 EXPORT_SYMBOL_GPL(__mmcid_counter_create);
 
 /**
- * __mmcid_counter_create_in() - mmcid_counter_create() in an owned context
+ * __mmcid_counter_create_in() - mmcid_counter_create_many() in an owned
+ *				 context
  * @ctx: from mmcid_mm_create()
  * @mm: its mm
- * @key: lockdep class; mmcid_counter_create_in() passes its call site's
+ * @nr: counters in the array, as for __mmcid_counter_create()
+ * @key: lockdep class; mmcid_counter_create_in() and
+ *	 mmcid_counter_create_many_in() pass their call site's
  *
  * Context: Process context, may sleep.
  * Return: the counter or an ERR_PTR(), as __mmcid_pcpu_create_in().
  */
 struct mmcid_counter *__mmcid_counter_create_in(struct mmcid_mm *ctx,
 						struct mm_struct *mm,
+						unsigned int nr,
 						struct lock_class_key *key)
 {
-	struct mmcid_pcpu *s = __mmcid_pcpu_create_in(ctx, mm, sizeof(local64_t),
-						      &mmcid_counter_ops, NULL,
-						      key);
+	size_t bytes = mmcid_counter_bytes(nr);
+	struct mmcid_pcpu *s;
 
-	return IS_ERR(s) ? ERR_CAST(s) : (struct mmcid_counter *)s;
+	if (!bytes)
+		return ERR_PTR(-EINVAL);
+	s = __mmcid_pcpu_create_in(ctx, mm, bytes, &mmcid_counter_ops,
+				   (void *)(unsigned long)nr, key);
+	if (IS_ERR(s))
+		return ERR_CAST(s);
+	s->fast.nr = nr;	/* before anyone has the counter */
+	return (struct mmcid_counter *)s;
 }
 EXPORT_SYMBOL_GPL(__mmcid_counter_create_in);
 
 /**
- * mmcid_counter_destroy() - free a counter
+ * mmcid_counter_destroy() - free a counter array
  * @c: the counter (NULL or an ERR_PTR() is ignored)
  *
  * Context: Process context, may sleep (see mmcid_pcpu_destroy()).
@@ -1865,9 +2196,9 @@ EXPORT_SYMBOL_GPL(mmcid_counter_storage);
  * two instances, so that each has its index source as a constant.
  */
 static __always_inline int mmcid_counter_add_slow(struct mmcid_counter *c,
-						  s64 delta, gfp_t gfp,
-						  enum mmcid_src src, int cid,
-						  unsigned int *cpu,
+						  unsigned int idx, s64 delta,
+						  gfp_t gfp, enum mmcid_src src,
+						  int cid, unsigned int *cpu,
 						  unsigned int subclass)
 {
 	struct mmcid_pcpu *s = ctr_store(c);
@@ -1878,7 +2209,7 @@ static __always_inline int mmcid_counter_add_slow(struct mmcid_counter *c,
 		v = mmcid_get_task(s, &ref, gfp, subclass);
 	else
 		v = mmcid_get_chosen(s, &ref, gfp, src, cid);
-	local64_add(delta, v);
+	local64_add(delta, v + idx);
 	mmcid_pcpu_put(s, &ref);
 	if (cpu)
 		*cpu = ref.cpu;
@@ -1886,31 +2217,32 @@ static __always_inline int mmcid_counter_add_slow(struct mmcid_counter *c,
 }
 
 static noinline int mmcid_counter_slow_task(struct mmcid_counter *c,
-					    s64 delta, gfp_t gfp,
-					    unsigned int *cpu,
+					    unsigned int idx, s64 delta,
+					    gfp_t gfp, unsigned int *cpu,
 					    unsigned int subclass)
 {
-	return mmcid_counter_add_slow(c, delta, gfp, MMCID_SRC_TASK, 0, cpu,
-				      subclass);
+	return mmcid_counter_add_slow(c, idx, delta, gfp, MMCID_SRC_TASK, 0,
+				      cpu, subclass);
 }
 
 static noinline __maybe_unused int
-mmcid_counter_slow_chosen(struct mmcid_counter *c, s64 delta, gfp_t gfp,
-			  enum mmcid_src src, int cid, unsigned int *cpu)
+mmcid_counter_slow_chosen(struct mmcid_counter *c, unsigned int idx,
+			  s64 delta, gfp_t gfp, enum mmcid_src src, int cid,
+			  unsigned int *cpu)
 {
-	return mmcid_counter_add_slow(c, delta, gfp, src, cid, cpu, 0);
+	return mmcid_counter_add_slow(c, idx, delta, gfp, src, cid, cpu, 0);
 }
 
 /*
  * The add, always inlined so that the index source is a constant in each
  * instance: MMCID_SRC_TASK in the exported ones, where the fast path is
- * then the caller's mm_cid, the block and ready-bit tests and the
- * local64_add(), with no test branch.
+ * then the caller's mm_cid, the ready-bit test and the local64_add(),
+ * with no test branch.
  */
 static __always_inline int mmcid_counter_add_sub(struct mmcid_counter *c,
-						 s64 delta, gfp_t gfp,
-						 enum mmcid_src src, int cid,
-						 unsigned int *cpu,
+						 unsigned int idx, s64 delta,
+						 gfp_t gfp, enum mmcid_src src,
+						 int cid, unsigned int *cpu,
 						 unsigned int subclass)
 {
 	local64_t *v;
@@ -1920,7 +2252,7 @@ static __always_inline int mmcid_counter_add_sub(struct mmcid_counter *c,
 	preempt_disable();
 	v = mmcid_fast_slot(ctr_store(c), src, cid, &used);
 	if (likely(v)) {
-		local64_add(delta, v);
+		local64_add(delta, v + idx);
 		if (cpu)
 			*cpu = smp_processor_id();
 		preempt_enable();
@@ -1928,8 +2260,28 @@ static __always_inline int mmcid_counter_add_sub(struct mmcid_counter *c,
 	}
 	preempt_enable();
 	if (src == MMCID_SRC_TASK)
-		return mmcid_counter_slow_task(c, delta, gfp, cpu, subclass);
-	return mmcid_counter_slow_chosen(c, delta, gfp, src, cid, cpu);
+		return mmcid_counter_slow_task(c, idx, delta, gfp, cpu,
+					       subclass);
+	return mmcid_counter_slow_chosen(c, idx, delta, gfp, src, cid, cpu);
+}
+
+/*
+ * Counters beyond the array are a caller bug: refuse them where they are
+ * checked (every out-of-line call) rather than write past the object's
+ * range into another object's, and say so once, with the caller (inlined
+ * into the exported functions, so the return address is the client's).
+ */
+static __always_inline bool mmcid_counter_bad(struct mmcid_counter *c,
+					      unsigned int first,
+					      unsigned int nr)
+{
+	unsigned int n = ctr_nr(c);
+
+	if (likely(nr && first < n && nr <= n - first))
+		return false;
+	pr_warn_once("mmcid_counter counters %u..+%u beyond an array of %u (from %pS)\n",
+		     first, nr, n, __builtin_return_address(0));
+	return true;
 }
 
 /**
@@ -1937,6 +2289,7 @@ static __always_inline int mmcid_counter_add_sub(struct mmcid_counter *c,
  * @f: the counter's first member (struct mmcid_pcpu_fast: the prototype
  *     names it so that the symbol's modversions CRC covers the layout a
  *     client's inline add was compiled against)
+ * @idx: the counter of the array
  * @delta: the amount
  * @gfp: as for mmcid_pcpu_get()
  * @cpu: if not NULL, set to the CPU the add ran on
@@ -1944,33 +2297,90 @@ static __always_inline int mmcid_counter_add_sub(struct mmcid_counter *c,
  *	      SINGLE_DEPTH_NESTING for mmcid_counter_add_nested() (any
  *	      nonzero value means that)
  *
- * Not for callers: mmcid_counter_add() and mmcid_counter_add_nested()
- * inline the block-0 path and call this for everything else (any cid
- * slot, with its first use and block allocation, or the remote slot).
+ * Not for callers: mmcid_counter_add_at() and its variants inline the
+ * block-0 path and call this for everything else (any cid slot, with its
+ * first use and block allocation, or the remote slot).
  *
  * Context: As mmcid_counter_add().
- * Return: the cid whose slot was used, or MMCID_PCPU_REMOTE.
+ * Return: the cid whose slot was used, MMCID_PCPU_REMOTE, or -EINVAL
+ * (logged once, nothing added) if @idx is beyond the array.
  */
-int __mmcid_counter_add_task(const struct mmcid_pcpu_fast *f, s64 delta,
-			     gfp_t gfp, unsigned int *cpu, unsigned int subclass)
+int __mmcid_counter_add_task(const struct mmcid_pcpu_fast *f,
+			     unsigned int idx, s64 delta, gfp_t gfp,
+			     unsigned int *cpu, unsigned int subclass)
 {
 	struct mmcid_counter *c = (struct mmcid_counter *)f;
 
+	if (mmcid_counter_bad(c, idx, 1))
+		return -EINVAL;
 	if (subclass)
-		return mmcid_counter_add_sub(c, delta, gfp, MMCID_SRC_TASK, 0,
-					     cpu, SINGLE_DEPTH_NESTING);
-	return mmcid_counter_add_sub(c, delta, gfp, MMCID_SRC_TASK, 0, cpu, 0);
+		return mmcid_counter_add_sub(c, idx, delta, gfp, MMCID_SRC_TASK,
+					     0, cpu, SINGLE_DEPTH_NESTING);
+	return mmcid_counter_add_sub(c, idx, delta, gfp, MMCID_SRC_TASK, 0,
+				     cpu, 0);
 }
 EXPORT_SYMBOL_GPL(__mmcid_counter_add_task);
 
+struct mmcid_sum {
+	s64 *sums;
+	unsigned int first, nr;
+};
+
 static void mmcid_sum_one(const void *slot, int cid, void *data)
 {
-	*(s64 *)data += local64_read((local64_t *)slot);
+	struct mmcid_sum *m = data;
+	unsigned int i;
+
+	for (i = 0; i < m->nr; i++)
+		m->sums[i] += local64_read((local64_t *)slot + m->first + i);
+}
+
+/* The sums of counters first .. first + nr - 1, checked; see below. */
+static __always_inline int mmcid_counter_sums(struct mmcid_counter *c,
+					      unsigned int first,
+					      unsigned int nr, s64 *sums)
+{
+	struct mmcid_sum m = { .sums = sums, .first = first, .nr = nr };
+
+	if (mmcid_counter_bad(c, first, nr))
+		return -EINVAL;
+	memset(sums, 0, nr * sizeof(*sums));
+	mmcid_pcpu_for_each(ctr_store(c), mmcid_sum_one, &m);
+	return 0;
 }
 
 /**
- * mmcid_counter_sum() - the counter's value
- * @c: the counter
+ * mmcid_counter_sum_many() - values of counters of an array, in one walk
+ * @c: the counter array
+ * @first: the first counter to sum
+ * @nr: how many, from @first on
+ * @sums: set to their values, @nr of them
+ *
+ * Each value as mmcid_counter_sum_at() gives it; one hold of the lock and
+ * one walk over the slots for all @nr, so that the values are consistent
+ * with each other against mm teardown.
+ *
+ * Cost: as mmcid_pcpu_for_each(), O(initialised cids) under @c's raw
+ * spinlock with interrupts off, times @nr loads per slot: what a caller
+ * that needs a bounded interrupt latency (PREEMPT_RT) must keep small
+ * (four counters of a few cids are nothing; 512 counters of thousands of
+ * cids are not).
+ *
+ * Context: As mmcid_counter_sum_at().
+ * Return: 0, or -EINVAL (logged once, @sums untouched) if the range is
+ * empty or beyond the array.
+ */
+int mmcid_counter_sum_many(struct mmcid_counter *c, unsigned int first,
+			   unsigned int nr, s64 *sums)
+{
+	return mmcid_counter_sums(c, first, nr, sums);
+}
+EXPORT_SYMBOL_GPL(mmcid_counter_sum_many);
+
+/**
+ * mmcid_counter_sum_at() - the value of one counter of an array
+ * @c: the counter array
+ * @idx: the counter, below the number given at creation
  *
  * Exact when no add runs concurrently (and after the mm is torn down);
  * with concurrent adds, as percpu_counter_sum(): each slot is read once.
@@ -1982,16 +2392,17 @@ static void mmcid_sum_one(const void *slot, int cid, void *data)
  * @c's storage (self-deadlock on the remote slot, which lockdep reports
  * as recursive locking), nor inside one to another object of the same
  * lockdep class (there is no nested variant).
- * Return: the sum of every cid slot and the remote slot.
+ * Return: the sum of the counter's cid slots and its remote slot; 0
+ * (logged once) if @idx is beyond the array.
  */
-s64 mmcid_counter_sum(struct mmcid_counter *c)
+s64 mmcid_counter_sum_at(struct mmcid_counter *c, unsigned int idx)
 {
 	s64 sum = 0;
 
-	mmcid_pcpu_for_each(ctr_store(c), mmcid_sum_one, &sum);
+	mmcid_counter_sums(c, idx, 1, &sum);
 	return sum;
 }
-EXPORT_SYMBOL_GPL(mmcid_counter_sum);
+EXPORT_SYMBOL_GPL(mmcid_counter_sum_at);
 
 /* ---- entry points for the tests (internal/mmcid_pcpu.h) ------------------ */
 
@@ -2022,8 +2433,9 @@ void *__mmcid_pcpu_get(struct mmcid_pcpu *s, struct mmcid_pcpu_ref *ref,
 }
 
 /**
- * __mmcid_counter_add() - mmcid_counter_add() with a chosen index source
- * @c: the counter
+ * __mmcid_counter_add_at() - mmcid_counter_add_at() with a chosen index source
+ * @c: the counter array
+ * @idx: the counter of the array
  * @delta: the amount
  * @gfp: as for mmcid_pcpu_get()
  * @src: as for __mmcid_pcpu_get()
@@ -2036,31 +2448,35 @@ void *__mmcid_pcpu_get(struct mmcid_pcpu *s, struct mmcid_pcpu_ref *ref,
  * bench measures.  Not exported.
  *
  * Context: See mmcid_counter_add().
- * Return: the cid whose slot was used, or MMCID_PCPU_REMOTE.
+ * Return: the cid whose slot was used, MMCID_PCPU_REMOTE, or -EINVAL for
+ * an @idx beyond the array.
  */
-int __mmcid_counter_add(struct mmcid_counter *c, s64 delta, gfp_t gfp,
-			enum mmcid_src src, int cid, unsigned int *cpu)
+int __mmcid_counter_add_at(struct mmcid_counter *c, unsigned int idx,
+			   s64 delta, gfp_t gfp, enum mmcid_src src, int cid,
+			   unsigned int *cpu)
 {
+	if (mmcid_counter_bad(c, idx, 1))
+		return -EINVAL;
 	switch (src) {
 	case MMCID_SRC_CPU:
-		return mmcid_counter_add_sub(c, delta, gfp, MMCID_SRC_CPU, 0,
-					     cpu, 0);
+		return mmcid_counter_add_sub(c, idx, delta, gfp, MMCID_SRC_CPU,
+					     0, cpu, 0);
 	case MMCID_SRC_FIXED:
-		return mmcid_counter_add_sub(c, delta, gfp, MMCID_SRC_FIXED,
-					     cid, cpu, 0);
+		return mmcid_counter_add_sub(c, idx, delta, gfp,
+					     MMCID_SRC_FIXED, cid, cpu, 0);
 	case MMCID_SRC_TASK:
 		break;
 	}
-	return mmcid_counter_add(c, delta, gfp, cpu);
+	return mmcid_counter_add_at(c, idx, delta, gfp, cpu);
 }
 
 /**
  * mmcid_pcpu_ctx_size() - bytes of one mm's shared context
  *
- * The per-mm context (struct mmcid_mm, the mmu_notifier subscription
- * with the list of the mm's storage objects) is one kmalloc shared by
- * every object of an mm; mmcid_pcpu_memory() leaves it out.  For the
- * bench's footprint report.  Not exported.
+ * The per-mm context (struct mmcid_mm: the mmu_notifier subscription,
+ * the list of the mm's storage objects and the first unit set's header)
+ * is one kmalloc shared by every object of an mm; mmcid_pcpu_memory()
+ * leaves it out.  For the bench's footprint report.  Not exported.
  *
  * Context: Any context.
  * Return: the size of its kmalloc bucket.
@@ -2079,11 +2495,12 @@ size_t mmcid_pcpu_ctx_size(void)
  * @unit_bytes: set to the bytes of the unit blocks
  *
  * The same layout rules as the allocation code (a unit of @size rounded
- * up to the cache line, aligned first fit in MMCID_GRAIN-byte steps,
- * doubling blocks, kmalloc buckets; a unit set header assumed to come
- * from kmalloc, as it does below a page), evaluated for another
- * machine's nr_cpu_ids; for @ncids == nr_cpu_ids the bench and KUnit
- * check it against the measurement.
+ * up to the cache line, aligned first fit in grains of the unit, the
+ * first unit set inside the context, doubling blocks, dir and ready
+ * words once a cid above block 0 is used, kmalloc buckets; the word
+ * arrays assumed to come from kmalloc, as they do below a page),
+ * evaluated for another machine's nr_cpu_ids; for @ncids == nr_cpu_ids
+ * the bench and KUnit check it against the measurement.
  * Not exported.
  *
  * Context: Any context.
@@ -2092,13 +2509,14 @@ size_t mmcid_pcpu_ctx_size(void)
 size_t mmcid_pcpu_model_bytes(unsigned int ncids, unsigned int nobj,
 			      size_t size, unsigned int cids, size_t *unit_bytes)
 {
-	u32 unit = mmcid_unit_of(size);
-	unsigned int per = unit / ALIGN(ALIGN(size, MMCID_GRAIN),
-					mmcid_align_of(size));
+	u32 unit = mmcid_unit_of(size), grain = mmcid_grain(unit);
+	unsigned int per = max_t(unsigned int, 1,
+				 unit / ALIGN(ALIGN(size, grain),
+					      max(mmcid_align_of(size), grain)));
 	unsigned int nsets = DIV_ROUND_UP(nobj, per);
 	unsigned int nblk, k, last;
+	size_t blocks = 0, words;
 	struct mmcid_geo g;
-	size_t blocks = 0;
 
 	mmcid_geo_init(&g, unit);
 	nblk = mmcid_blk_of(&g, ncids - 1) + 1;
@@ -2106,10 +2524,13 @@ size_t mmcid_pcpu_model_bytes(unsigned int ncids, unsigned int nobj,
 	for (k = 0; cids && k <= last; k++)
 		blocks += kmalloc_size_roundup(mmcid_blk_len_n(&g, k, ncids) * unit);
 	*unit_bytes = blocks * nsets;
+	/* A set's dir and every object's ready words, above block 0 only. */
+	words = last ? kmalloc_size_roundup(mmcid_words_size(nblk)) : 0;
 	return kmalloc_size_roundup(sizeof(struct mmcid_mm)) +
-		nsets * kmalloc_size_roundup(mmcid_units_size(nblk, unit)) +
-		nobj * kmalloc_size_roundup(mmcid_hdr_size(nblk) + size) +
-		*unit_bytes;
+		(nsets ? nsets - 1 : 0) *
+		kmalloc_size_roundup(sizeof(struct mmcid_units)) +
+		nobj * kmalloc_size_roundup(mmcid_hdr_size(size)) +
+		(nsets + nobj) * words + *unit_bytes;
 }
 #endif /* CONFIG_KUNIT || CONFIG_PCPU_NEXT_TORTURE */
 

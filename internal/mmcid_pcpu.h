@@ -9,14 +9,14 @@
  *
  *	enum mmcid_src				library, harness, KUnit
  *	__mmcid_pcpu_get()			harness bench, KUnit
- *	__mmcid_counter_add()			harness, KUnit
+ *	__mmcid_counter_add(), _add_at()	harness, KUnit
  *	mmcid_pcpu_ctx_size()			harness bench
  *	mmcid_pcpu_model_bytes()		harness bench
  *	mmcid_pcpu_grow_attempts()		KUnit only
  *	mmcid_pcpu_lock_key()			KUnit only
  *	mmcid_pcpu_geo_blk(), _geo_block()	KUnit only
  *
- * __mmcid_pcpu_get(), __mmcid_counter_add(), mmcid_pcpu_ctx_size() and
+ * __mmcid_pcpu_get(), __mmcid_counter_add_at(), mmcid_pcpu_ctx_size() and
  * mmcid_pcpu_model_bytes() are compiled only with KUnit or the harness, the KUnit-only ones only
  * with KUnit (VISIBLE_IF_KUNIT, EXPORT_SYMBOL_IF_KUNIT).  The harness's
  * own mmcid functions (the debugfs file) are in torture/torture.h.  The
@@ -55,8 +55,18 @@ enum mmcid_src {
 
 void *__mmcid_pcpu_get(struct mmcid_pcpu *s, struct mmcid_pcpu_ref *ref,
 		       gfp_t gfp, enum mmcid_src src, int cid);
-int __mmcid_counter_add(struct mmcid_counter *c, s64 delta, gfp_t gfp,
-			enum mmcid_src src, int cid, unsigned int *cpu);
+int __mmcid_counter_add_at(struct mmcid_counter *c, unsigned int idx,
+			   s64 delta, gfp_t gfp, enum mmcid_src src, int cid,
+			   unsigned int *cpu);
+
+/* __mmcid_counter_add_at() on counter 0 (a counter of one). */
+static inline int __mmcid_counter_add(struct mmcid_counter *c, s64 delta,
+				      gfp_t gfp, enum mmcid_src src, int cid,
+				      unsigned int *cpu)
+{
+	return __mmcid_counter_add_at(c, 0, delta, gfp, src, cid, cpu);
+}
+
 size_t mmcid_pcpu_ctx_size(void);
 size_t mmcid_pcpu_model_bytes(unsigned int ncids, unsigned int nobj,
 			      size_t size, unsigned int cids,

@@ -287,9 +287,9 @@ static void mmcid_teardown(struct kunit *test)
 {
 	struct mm_struct *mm = kt_mm(test);
 	struct mmcid_counter *c, *early;
+	unsigned int tries, first, len0;
 	unsigned long retry;
 	struct mmcid_pcpu *raw;
-	unsigned int tries;
 	size_t fresh;
 	int cid, i;
 	s64 sum;
@@ -319,6 +319,12 @@ static void mmcid_teardown(struct kunit *test)
 	KUNIT_EXPECT_TRUE(test, mmcid_pcpu_mm_gone(raw));
 	KUNIT_EXPECT_EQ(test, mmcid_counter_sum(c), sum);
 	KUNIT_EXPECT_EQ(test, mmcid_pcpu_slots(mmcid_counter_storage(c)), 0U);
+	/* the header, and its ready words above block 0 if cid 6 was there */
+	mmcid_pcpu_geo_block(SMP_CACHE_BYTES, nr_cpu_ids, 0, &first, &len0);
+	if (min(6U, nr_cpu_ids - 1) >= len0)
+		fresh += kmalloc_size_roundup(mmcid_pcpu_geo_blk(SMP_CACHE_BYTES,
+								 nr_cpu_ids - 1) *
+					      sizeof(long));
 	KUNIT_EXPECT_EQ(test, mmcid_pcpu_memory(mmcid_counter_storage(c)), fresh);
 	KUNIT_EXPECT_EQ(test, mmcid_pcpu_max_cid(mmcid_counter_storage(c)), -1);
 
@@ -591,9 +597,9 @@ static void mmcid_block_bound(struct kunit *test)
 					1000, PAGE_SIZE / 4 + 1, PAGE_SIZE / 2,
 					PAGE_SIZE / 2 + 1, PAGE_SIZE };
 	struct mm_struct *mm = kt_mm(test);
+	unsigned int i, n, now, first, len0;
+	size_t mem, m, stride, words;
 	struct mmcid_pcpu_ref ref;
-	unsigned int i, n, now;
-	size_t mem, m, stride;
 	struct mmcid_pcpu *s;
 	void *p;
 	int cid;
@@ -604,6 +610,11 @@ static void mmcid_block_bound(struct kunit *test)
 		s = mmcid_pcpu_create(mm, size, NULL, NULL);
 		KUNIT_ASSERT_FALSE(test, IS_ERR(s));
 		stride = ALIGN(size, SMP_CACHE_BYTES);
+		mmcid_pcpu_geo_block(stride, nr_cpu_ids, 0, &first, &len0);
+		/* the words of blocks 1 .. nblk - 1 */
+		words = kmalloc_size_roundup(mmcid_pcpu_geo_blk(stride,
+								nr_cpu_ids - 1) *
+					     sizeof(long));
 		mem = mmcid_pcpu_memory(s);
 		n = 0;
 		for (cid = 0; cid < nr_cpu_ids; cid++) {
@@ -618,8 +629,10 @@ static void mmcid_block_bound(struct kunit *test)
 			now = mmcid_pcpu_slots(s);
 			KUNIT_EXPECT_LE_MSG(test, (now - n) * stride, PAGE_SIZE,
 					    "size %zu cid %d", size, cid);
+			/* and the ready words, with the first above block 0 */
 			m = mmcid_pcpu_memory(s);
-			KUNIT_EXPECT_LE_MSG(test, m - mem, PAGE_SIZE,
+			KUNIT_EXPECT_LE_MSG(test, m - mem,
+					    PAGE_SIZE + (cid == len0 ? words : 0),
 					    "size %zu cid %d", size, cid);
 			n = now;
 			mem = m;
@@ -1416,8 +1429,16 @@ static void mmcid_owned_ctx(struct kunit *test)
 		KUNIT_EXPECT_EQ(test, sums[i], (s64)(i + 101));
 	}
 
-	/* prepared up to the last cid: every cid's atomic add finds its slot */
+	/*
+	 * Prepared up to the last cid: the blocks are the set's (c[1]'s
+	 * prepare allocates them for all four), the ready words above block
+	 * 0 each object's own; then every cid's atomic add finds its slot.
+	 */
 	KUNIT_EXPECT_EQ(test, mmcid_pcpu_prepare(mmcid_counter_storage(c[1]),
+						 UINT_MAX, GFP_KERNEL), 0);
+	KUNIT_EXPECT_EQ(test, mmcid_pcpu_slots(mmcid_counter_storage(c[0])),
+			nr_cpu_ids);
+	KUNIT_EXPECT_EQ(test, mmcid_pcpu_prepare(mmcid_counter_storage(c[0]),
 						 UINT_MAX, GFP_KERNEL), 0);
 	local_irq_save(flags);
 	for (cid = 0; cid < nr_cpu_ids; cid++)
@@ -1455,6 +1476,193 @@ static void mmcid_owned_ctx(struct kunit *test)
 	mmcid_mm_destroy(ctx);
 }
 
+/*
+ * A counter array: nr counters in one object, counter i at word i of the
+ * object's range of every cid's unit and of its remote slot.  Each
+ * counter sums only its own adds (cid slots in block 0 and above, the
+ * remote slot), a counter created next to the array in the same units
+ * keeps its own value, the teardown folds every counter of the array
+ * (not only the first), and indexes or ranges beyond the array are
+ * refused with -EINVAL, nothing added.
+ */
+static void mmcid_counter_array(struct kunit *test)
+{
+	static const unsigned int at[] = { 0, 1, 2, 5, 9, 63 };
+	unsigned int max = min_t(size_t, PAGE_SIZE, SZ_32K) / sizeof(u64);
+	struct mm_struct *mm = kt_mm(test);
+	s64 want[4] = {}, sums[4], one_want = 0;
+	struct mmcid_counter *c, *one, *big;
+	unsigned int i, idx;
+	int cid;
+
+	KUNIT_EXPECT_EQ(test, PTR_ERR(mmcid_counter_create_many(mm, 0)),
+			(long)-EINVAL);
+	KUNIT_EXPECT_EQ(test, PTR_ERR(mmcid_counter_create_many(mm, max + 1)),
+			(long)-EINVAL);
+	big = mmcid_counter_create_many(mm, max);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(big));
+	__mmcid_counter_add_at(big, max - 1, 3, GFP_KERNEL, MMCID_SRC_FIXED, 0,
+			       NULL);
+	KUNIT_EXPECT_EQ(test, mmcid_counter_sum_at(big, max - 1), 3LL);
+	KUNIT_EXPECT_EQ(test, mmcid_counter_sum_at(big, 0), 0LL);
+	mmcid_counter_destroy(big);
+
+	c = mmcid_counter_create_many(mm, ARRAY_SIZE(want));
+	one = mmcid_counter_create(mm);	/* next to it, in the same units */
+	KUNIT_ASSERT_FALSE(test, IS_ERR(c) || IS_ERR(one));
+	for (i = 0; i < ARRAY_SIZE(at); i++) {
+		cid = min(at[i], nr_cpu_ids - 1);
+		for (idx = 0; idx < ARRAY_SIZE(want); idx++) {
+			KUNIT_EXPECT_EQ(test,
+					__mmcid_counter_add_at(c, idx,
+							       (idx + 1) * 10 + i,
+							       GFP_KERNEL,
+							       MMCID_SRC_FIXED,
+							       cid, NULL),
+					cid);
+			want[idx] += (idx + 1) * 10 + i;
+		}
+		__mmcid_counter_add(one, 7, GFP_KERNEL, MMCID_SRC_FIXED, cid,
+				    NULL);
+		one_want += 7;
+	}
+	/* A kthread owns no cid: the remote slot, at the counter's word. */
+	KUNIT_EXPECT_EQ(test, mmcid_counter_add_at(c, 3, 1000, GFP_KERNEL, NULL),
+			MMCID_PCPU_REMOTE);
+	want[3] += 1000;
+
+	/* Beyond the array: refused, nothing added anywhere. */
+	KUNIT_EXPECT_EQ(test, mmcid_counter_add_at(c, 4, 1, GFP_KERNEL, NULL),
+			-EINVAL);
+	KUNIT_EXPECT_EQ(test, __mmcid_counter_add_at(c, 4, 1, GFP_KERNEL,
+						     MMCID_SRC_FIXED, 0, NULL),
+			-EINVAL);
+	KUNIT_EXPECT_EQ(test, mmcid_counter_sum_many(c, 2, 3, sums), -EINVAL);
+	KUNIT_EXPECT_EQ(test, mmcid_counter_sum_many(c, 0, 0, sums), -EINVAL);
+	KUNIT_EXPECT_EQ(test, mmcid_counter_sum_many(c, UINT_MAX, 2, sums),
+			-EINVAL);
+	KUNIT_EXPECT_EQ(test, mmcid_counter_sum_at(c, 4), 0LL);
+
+	KUNIT_ASSERT_EQ(test, mmcid_counter_sum_many(c, 0, 4, sums), 0);
+	for (idx = 0; idx < ARRAY_SIZE(want); idx++) {
+		KUNIT_EXPECT_EQ(test, mmcid_counter_sum_at(c, idx), want[idx]);
+		KUNIT_EXPECT_EQ(test, sums[idx], want[idx]);
+	}
+	KUNIT_ASSERT_EQ(test, mmcid_counter_sum_many(c, 1, 2, sums), 0);
+	KUNIT_EXPECT_EQ(test, sums[0], want[1]);
+	KUNIT_EXPECT_EQ(test, sums[1], want[2]);
+	KUNIT_EXPECT_EQ(test, mmcid_counter_sum(one), one_want);
+
+	mmput(mm);	/* teardown: every counter folded into the remote slot */
+	KUNIT_EXPECT_EQ(test, mmcid_pcpu_slots(mmcid_counter_storage(c)), 0U);
+	for (idx = 0; idx < ARRAY_SIZE(want); idx++)
+		KUNIT_EXPECT_EQ(test, mmcid_counter_sum_at(c, idx), want[idx]);
+	KUNIT_EXPECT_EQ(test, mmcid_counter_sum(one), one_want);
+	KUNIT_EXPECT_EQ(test, __mmcid_counter_add_at(c, 2, 5, GFP_KERNEL,
+						     MMCID_SRC_FIXED, 0, NULL),
+			MMCID_PCPU_REMOTE);
+	KUNIT_EXPECT_EQ(test, mmcid_counter_sum_at(c, 2), want[2] + 5);
+	mmcid_counter_destroy(one);
+	mmcid_counter_destroy(c);
+}
+
+/* Fill @s's slots of cids 0 .. @n - 1 with @pat. */
+static void kt_fill(struct mmcid_pcpu *s, size_t size, unsigned int n, u8 pat)
+{
+	struct mmcid_pcpu_ref ref;
+	unsigned int cid;
+
+	for (cid = 0; cid < n; cid++) {
+		memset(__mmcid_pcpu_get(s, &ref, GFP_KERNEL, MMCID_SRC_FIXED,
+					cid), pat, size);
+		mmcid_pcpu_put(s, &ref);
+	}
+}
+
+/* Are @s's slots of cids 0 .. @n - 1 all @pat, every byte? */
+static bool kt_filled(struct mmcid_pcpu *s, size_t size, unsigned int n,
+		      u8 pat)
+{
+	struct mmcid_pcpu_ref ref;
+	unsigned int cid;
+	bool ok = true;
+
+	for (cid = 0; cid < n; cid++) {
+		ok &= !memchr_inv(__mmcid_pcpu_get(s, &ref, GFP_KERNEL,
+						   MMCID_SRC_FIXED, cid),
+				  pat, size);
+		mmcid_pcpu_put(s, &ref);
+	}
+	return ok;
+}
+
+/* Unit bytes of one set of @unit-byte units with cids 0 .. @n - 1 used. */
+static size_t kt_unit_bytes(unsigned int unit, unsigned int n)
+{
+	unsigned int k, first, len;
+	size_t bytes = 0;
+
+	for (k = 0; ; k++) {
+		mmcid_pcpu_geo_block(unit, nr_cpu_ids, k, &first, &len);
+		if (first >= n)
+			return bytes;
+		bytes += kmalloc_size_roundup(len * unit);
+	}
+}
+
+/*
+ * The first unit set of an mm lives in its context.  When its last
+ * member leaves, it is emptied in place (blocks and dir freed, pointers
+ * cleared under the context's lock) and the next object of any size
+ * takes it, with that object's unit; the other sets are unaffected.
+ * An object that reused it with old block or dir pointers left behind
+ * would write into freed memory (KASAN; the debug lane has 8 possible
+ * CPUs, so cids above block 0 and the dir are used) or see another
+ * object's bytes.
+ */
+static void mmcid_set0_reuse(struct kunit *test)
+{
+	const unsigned int line = SMP_CACHE_BYTES;
+	unsigned int n = min(6U, nr_cpu_ids);
+	struct mm_struct *mm = kt_mm(test);
+	struct mmcid_pcpu *a, *b, *c, *d;
+	size_t ub;
+
+	a = mmcid_pcpu_create(mm, 8, NULL, NULL);	/* set0, one line */
+	b = mmcid_pcpu_create(mm, line + 8, NULL, NULL);	/* two lines */
+	KUNIT_ASSERT_FALSE(test, IS_ERR(a) || IS_ERR(b));
+	kt_fill(a, 8, n, 0xa1);
+	kt_fill(b, line + 8, n, 0xb2);
+	mmcid_pcpu_destroy(a);			/* set0 empty */
+
+	c = mmcid_pcpu_create(mm, 3 * line + 8, NULL, NULL); /* set0, 4 lines */
+	d = mmcid_pcpu_create(mm, 8, NULL, NULL);	/* a set of one line */
+	KUNIT_ASSERT_FALSE(test, IS_ERR(c) || IS_ERR(d));
+	/* Only b's blocks so far: set0's went with a. */
+	mmcid_pcpu_mm_memory(c, &ub);
+	KUNIT_EXPECT_EQ(test, ub, kt_unit_bytes(2 * line, n));
+	KUNIT_EXPECT_EQ(test, mmcid_pcpu_slots(c), 0U);
+	KUNIT_EXPECT_EQ(test, mmcid_pcpu_slots(d), 0U);
+
+	kt_fill(c, 3 * line + 8, n, 0xc3);
+	kt_fill(d, 8, n, 0xd4);
+	KUNIT_EXPECT_TRUE(test, kt_filled(b, line + 8, n, 0xb2));
+	KUNIT_EXPECT_TRUE(test, kt_filled(c, 3 * line + 8, n, 0xc3));
+	KUNIT_EXPECT_TRUE(test, kt_filled(d, 8, n, 0xd4));
+	mmcid_pcpu_mm_memory(c, &ub);
+	KUNIT_EXPECT_EQ(test, ub, kt_unit_bytes(2 * line, n) +
+				  kt_unit_bytes(4 * line, n) +
+				  kt_unit_bytes(line, n));
+
+	mmcid_pcpu_destroy(b);
+	mmcid_pcpu_destroy(c);			/* set0 empty again */
+	KUNIT_EXPECT_TRUE(test, kt_filled(d, 8, n, 0xd4));
+	mmcid_pcpu_mm_memory(d, &ub);
+	KUNIT_EXPECT_EQ(test, ub, kt_unit_bytes(line, n));
+	mmcid_pcpu_destroy(d);
+	mmput(mm);
+}
+
 static struct kunit_case mmcid_cases[] = {
 	KUNIT_CASE(mmcid_init_once),
 	KUNIT_CASE(mmcid_zero_on_first_use),
@@ -1476,6 +1684,8 @@ static struct kunit_case mmcid_cases[] = {
 	KUNIT_CASE(mmcid_shared_mends),
 	KUNIT_CASE(mmcid_geometry),
 	KUNIT_CASE(mmcid_owned_ctx),
+	KUNIT_CASE(mmcid_counter_array),
+	KUNIT_CASE(mmcid_set0_reuse),
 	{}
 };
 

@@ -161,6 +161,17 @@ static void client_mmcid(void)
 	mmcid_counter_add(ctr, 7, GFP_KERNEL, &cpu);
 	client_check(mmcid_counter_sum(ctr) == 12, "mmcid_counter_sum");
 	mmcid_counter_destroy(ctr);
+
+	/* rss_stat's shape: four counters of the mm in one array */
+	ctr = mmcid_counter_create_many(mm, 4);
+	if (!client_check(!IS_ERR(ctr), "mmcid_counter_create_many"))
+		return;
+	mmcid_counter_add_at(ctr, 1, 3, GFP_KERNEL, &cpu);
+	mmcid_counter_add_at(ctr, 3, -2, GFP_KERNEL, &cpu);
+	client_check(mmcid_counter_sum_at(ctr, 1) == 3 &&
+		     mmcid_counter_sum_at(ctr, 3) == -2 &&
+		     mmcid_counter_sum_at(ctr, 0) == 0, "mmcid_counter_sum_at");
+	mmcid_counter_destroy(ctr);
 }
 
 static int __init client_init(void)

@@ -16,7 +16,8 @@
 #   stock    Debian's kernel, 2 vCPUs: insmod, selftests, stress, rmmod
 #   stock-rt the same on Debian's PREEMPT_RT kernel (linux-image-*-rt-amd64)
 #   debug    the debug kernel (KASAN, lockdep with PROVE_RAW_LOCK_NESTING,
-#            kmemleak, fault injection for fail-nth), 4 vCPUs: KUnit at
+#            kmemleak, fault injection for fail-nth), 4 online of 8
+#            possible CPUs: KUnit at
 #            insmod, selftests, stress, fault-injected stress (faults=),
 #            rmmod, rmmod during a run and during a fuzzing storm, kmemleak
 #   rt       a PREEMPT_RT kernel from the same source with KCSAN, lockdep
@@ -92,7 +93,9 @@ for lane in $lanes; do
 		;;
 	stock) run_vm stock stock 2 2 stock.sh ;;
 	stock-rt) run_vm stock-rt stock-rt 2 2 stock.sh ;;
-	debug) run_vm debug debug 4 4 debug.sh ;;
+	# 4 online of 8 possible: nr_cpu_ids 8, so KASAN watches mm_cid
+	# storage grow past its first block (its dir and ready words) too.
+	debug) run_vm debug debug 4 8 debug.sh ;;
 	kselftest) run_vm kselftest debug 4 4 kselftest.sh ;;
 	hotplug) run_vm hotplug debug 4 4 hotplug.sh ;;
 	cycles) run_vm cycles debug 4 4 cycles.sh kunit.enable=0 ;;

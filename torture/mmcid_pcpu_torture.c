@@ -20,7 +20,10 @@
  *    is handed from task to task as workers migrate, as a real cid is;
  *  - a reader summing concurrently: the sum never decreases and never
  *    exceeds what was issued; at the end it is exact;
- *  - mm teardown with live data: the sum survives the fold, and no cid
+ *  - a counter array of two, the second counter getting every add the
+ *    first gets (mmcid_counter_add_at() and its chosen-index twin): both
+ *    sums equal at the end (mmcid_counter_sum_many());
+ *  - mm teardown with live data: both sums survive the fold, and no cid
  *    slot is left.
  *
  * The real cid path is benchmarked from user threads through the
@@ -31,10 +34,11 @@
  * mm_cid, one entry switch more) and the remote add with this_cpu_add()
  * on plain per-CPU memory and with percpu_counter_add(), and checks that
  * the counter's sum accounts for every add.  It then prints the memory of
- * storage with 8-byte and cache-line slots and cids 0..T-1 used, for T up
- * to nr_cpu_ids, against per-CPU memory for every possible CPU (target:
- * at most 1/8 of it for 4 threads on 64 CPUs or more), and the size of
- * the per-mm context all objects of an mm share.
+ * a four-counter array, of four 8-byte objects and of one cache-line
+ * object with cids 0..T-1 used, for T up to nr_cpu_ids, against per-CPU
+ * memory for every possible CPU (targets for the array at 4 threads and
+ * 64 possible CPUs: the cid units at most 1/8 of it, every byte at most
+ * 1/4), and the size of the per-mm context all objects of an mm share.
  *
  * The test mm is a fresh mm_alloc() when the kernel exports it (it does
  * so for KUnit builds); otherwise (stock kernel) the run uses the mm of
@@ -48,9 +52,10 @@
  * error it returns ends the run with that error.
  *
  * Besides the public API this uses, from internal/mmcid_pcpu.h, only the
- * chosen-index entry points __mmcid_pcpu_get() and __mmcid_counter_add()
- * and mmcid_pcpu_ctx_size().  No fast-path statistic is read, so the
- * checks are the same with and without CONFIG_PCPU_NEXT_STATS.
+ * chosen-index entry points __mmcid_pcpu_get(), __mmcid_counter_add() and
+ * _add_at(), mmcid_pcpu_ctx_size() and mmcid_pcpu_model_bytes().  No
+ * fast-path statistic is read, so the checks are the same with and
+ * without CONFIG_PCPU_NEXT_STATS.
  *
  * The debugfs file and its registry (one counter per writing mm) are
  * created by pn_mmcid_torture_start() and removed by
@@ -557,12 +562,20 @@ static int pn_mmcid_stress_worker(struct pn_run *run, unsigned int idx,
 		unsigned int d = 1 + (n % 3);
 
 		atomic64_add_return(d, &a->issued);	/* before the add */
+		/* Counter 1 of the array gets what counter 0 gets. */
 		if (n & 1) {
 			__mmcid_counter_add(a->ctr, d, GFP_KERNEL, MMCID_SRC_CPU,
 					    0, NULL);
-		} else if (mmcid_counter_add(a->ctr, d, GFP_KERNEL, NULL) !=
-			   MMCID_PCPU_REMOTE) {
-			atomic_long_inc(&a->bad_cid);	/* kthreads own no cid */
+			__mmcid_counter_add_at(a->ctr, 1, d, GFP_KERNEL,
+					       MMCID_SRC_CPU, 0, NULL);
+		} else {
+			/* kthreads own no cid: both must go remote */
+			if (mmcid_counter_add(a->ctr, d, GFP_KERNEL, NULL) !=
+			    MMCID_PCPU_REMOTE)
+				atomic_long_inc(&a->bad_cid);
+			if (mmcid_counter_add_at(a->ctr, 1, d, GFP_KERNEL,
+						 NULL) != MMCID_PCPU_REMOTE)
+				atomic_long_inc(&a->bad_cid);
 		}
 		mine += d;
 		if (idx == 0 && !(n & 63)) {
@@ -585,8 +598,8 @@ static int pn_mmcid_stress_worker(struct pn_run *run, unsigned int idx,
 static int pn_mmcid_stress(struct pn_run *run)
 {
 	struct pn_mmcid_arg a = { .mode = PN_MC_MIXED };
+	s64 sum, after, sums[2], after1;
 	u64 expect = 0;
-	s64 sum, after;
 	bool owned;
 	unsigned int i;
 	int ret;
@@ -599,7 +612,8 @@ static int pn_mmcid_stress(struct pn_run *run)
 		ret = -ESRCH;
 		goto free;
 	}
-	a.ctr = mmcid_counter_create(a.mm);
+	/* An array of two: the second counter mirrors the first. */
+	a.ctr = mmcid_counter_create_many(a.mm, 2);
 	if (IS_ERR(a.ctr)) {
 		ret = PTR_ERR(a.ctr);
 		goto put_mm;
@@ -611,6 +625,7 @@ static int pn_mmcid_stress(struct pn_run *run)
 	for (i = 0; i < run->p.threads; i++)
 		expect += a.counts[i];
 	sum = mmcid_counter_sum(a.ctr);
+	mmcid_counter_sum_many(a.ctr, 0, 2, sums);
 	pn_printf(run, "mm=%s ops_sum=%llu sum=%lld maxcid=%d slots=%u mem=%zu ",
 		  owned ? "test" : "writer", expect, sum,
 		  mmcid_pcpu_max_cid(mmcid_counter_storage(a.ctr)),
@@ -620,6 +635,9 @@ static int pn_mmcid_stress(struct pn_run *run)
 		goto destroy;
 	if (sum != expect)
 		pn_fail(run, "sum_off_by=%lld", sum - (s64)expect);
+	if (sums[0] != sum || sums[1] != sum)
+		pn_fail(run, "array_sums_%lld_%lld_of_%lld", sums[0], sums[1],
+			sum);
 	if (atomic_long_read(&a.bad_cid))
 		pn_fail(run, "kthread_got_cid=%ld", atomic_long_read(&a.bad_cid));
 	if (a.bad_read)
@@ -630,12 +648,15 @@ static int pn_mmcid_stress(struct pn_run *run)
 		mmput(a.mm);
 		a.mm = NULL;
 		after = mmcid_counter_sum(a.ctr);
+		after1 = mmcid_counter_sum_at(a.ctr, 1);
 		pn_printf(run, "teardown_sum=%lld teardown_mem=%zu ", after,
 			  mmcid_pcpu_memory(mmcid_counter_storage(a.ctr)));
 		if (!mmcid_pcpu_mm_gone(mmcid_counter_storage(a.ctr)))
 			pn_fail(run, "mm_teardown_not_seen");
 		if (after != sum)
 			pn_fail(run, "teardown_lost=%lld", sum - after);
+		if (after1 != sums[1])
+			pn_fail(run, "teardown_lost_1=%lld", sums[1] - after1);
 		if (mmcid_pcpu_slots(mmcid_counter_storage(a.ctr)))
 			pn_fail(run, "slots_left_after_teardown");
 	}
@@ -709,37 +730,67 @@ static void pn_fp_ratio(char *buf, size_t len, size_t a, size_t b)
 /*
  * Footprint: @nobj storage objects of @payload bytes in one mm, cids
  * 0..T-1 used by each, against per-CPU memory for the same objects
- * (nobj * payload on every possible CPU).  Two figures: the unit blocks
- * (the cid slots, with the units' padding) and every byte (the per-mm
- * context, unit sets, blocks and object headers, by kmalloc bucket).
- * The layout model of the library (mmcid_pcpu_model_bytes()) must give
- * the measured bytes at this machine's nr_cpu_ids; it then prints the
- * same for 256 possible CPUs.  Runs on an mm whose other storage objects
- * are gone (the bench's counter is destroyed first).
+ * (nobj * payload on every possible CPU).  With @nctr, the objects are
+ * one counter array of @nctr counters (mmcid_counter_create_many(), every
+ * counter added to on every cid): what a client with several counters
+ * per mm (rss_stat) creates.  Two figures: the unit blocks (the cid
+ * slots, with the units' padding) and every byte (the per-mm context
+ * with the first unit set, further unit sets, blocks, dir and ready
+ * words and object headers, by kmalloc bucket).  The layout model of the
+ * library (mmcid_pcpu_model_bytes()) must give the measured bytes at
+ * this machine's nr_cpu_ids; it then prints the same for 256 possible
+ * CPUs.  Runs on an mm whose other storage objects are gone (the bench's
+ * counter is destroyed first).
  */
 static int pn_mmcid_footprint(struct pn_run *run, struct mm_struct *mm,
-			      unsigned int nobj, unsigned int payload)
+			      unsigned int nobj, unsigned int payload,
+			      unsigned int nctr)
 {
-	unsigned int possible = num_possible_cpus(), t, i;
+	unsigned int possible = num_possible_cpus(), t, i, j;
 	size_t pcpu = (size_t)ALIGN(payload, sizeof(long)) * nobj * possible;
 	struct mmcid_pcpu *obj[PN_FP_MAX];
-	char r_units[24], r_all[24];
+	char r_units[24], r_all[24], what[48];
 
+	if (nctr) {
+		nobj = 1;
+		payload = nctr * sizeof(u64);
+		pcpu = (size_t)payload * possible;
+		snprintf(what, sizeof(what), "counters=%u (one array)", nctr);
+	} else {
+		snprintf(what, sizeof(what), "objects=%u payload=%u", nobj,
+			 payload);
+	}
 	for (t = 1; t <= nr_cpu_ids; t *= 2) {
 		size_t all, units, m_all, m_units;
+		struct mmcid_counter *ctr = NULL;
 		struct mmcid_pcpu_ref ref;
 		int cid, ret = 0;
 
 		for (i = 0; i < nobj; i++) {
-			obj[i] = mmcid_pcpu_create(mm, payload, NULL, NULL);
+			if (nctr) {
+				ctr = mmcid_counter_create_many(mm, nctr);
+				obj[i] = IS_ERR(ctr) ? ERR_CAST(ctr) :
+					 mmcid_counter_storage(ctr);
+			} else {
+				obj[i] = mmcid_pcpu_create(mm, payload, NULL,
+							   NULL);
+			}
 			if (IS_ERR(obj[i])) {
 				ret = PTR_ERR(obj[i]);
 				break;
 			}
 			for (cid = 0; cid < t; cid++) {
-				__mmcid_pcpu_get(obj[i], &ref, GFP_KERNEL,
-						 MMCID_SRC_FIXED, cid);
-				mmcid_pcpu_put(obj[i], &ref);
+				if (!nctr) {
+					__mmcid_pcpu_get(obj[i], &ref, GFP_KERNEL,
+							 MMCID_SRC_FIXED, cid);
+					mmcid_pcpu_put(obj[i], &ref);
+					continue;
+				}
+				for (j = 0; j < nctr; j++)
+					__mmcid_counter_add_at(ctr, j, 1,
+							       GFP_KERNEL,
+							       MMCID_SRC_FIXED,
+							       cid, NULL);
 			}
 		}
 		if (!ret) {
@@ -747,6 +798,10 @@ static int pn_mmcid_footprint(struct pn_run *run, struct mm_struct *mm,
 			m_all = mmcid_pcpu_model_bytes(nr_cpu_ids, nobj, payload,
 						       t, &m_units);
 		}
+		if (!ret && nctr)
+			for (j = 0; j < nctr; j++)
+				if (mmcid_counter_sum_at(ctr, j) != t)
+					pn_fail(run, "footprint_array_sum_%u", j);
 		while (i--)
 			mmcid_pcpu_destroy(obj[i]);
 		if (ret)
@@ -754,9 +809,8 @@ static int pn_mmcid_footprint(struct pn_run *run, struct mm_struct *mm,
 		pn_fp_ratio(r_units, sizeof(r_units), units, pcpu);
 		pn_fp_ratio(r_all, sizeof(r_all), all, pcpu);
 		pn_printf(run,
-			  "# footprint objects=%u payload=%u threads=%u possible=%u units=%zu all=%zu percpu=%zu ratio_units=%s ratio_all=%s\n",
-			  nobj, payload, t, possible, units, all, pcpu,
-			  r_units, r_all);
+			  "# footprint %s threads=%u possible=%u units=%zu all=%zu percpu=%zu ratio_units=%s ratio_all=%s\n",
+			  what, t, possible, units, all, pcpu, r_units, r_all);
 		if (all != m_all || units != m_units)
 			pn_fail(run, "footprint_model_%zu_%zu_measured_%zu_%zu",
 				m_all, m_units, all, units);
@@ -771,8 +825,8 @@ static int pn_mmcid_footprint(struct pn_run *run, struct mm_struct *mm,
 		pn_fp_ratio(r_units, sizeof(r_units), units, pcpu);
 		pn_fp_ratio(r_all, sizeof(r_all), all, pcpu);
 		pn_printf(run,
-			  "# footprint objects=%u payload=%u threads=%u possible=256 (computed) units=%zu all=%zu percpu=%zu ratio_units=%s ratio_all=%s\n",
-			  nobj, payload, t, units, all, pcpu, r_units, r_all);
+			  "# footprint %s threads=%u possible=256 (computed) units=%zu all=%zu percpu=%zu ratio_units=%s ratio_all=%s\n",
+			  what, t, units, all, pcpu, r_units, r_all);
 	}
 	return 0;
 }
@@ -831,11 +885,12 @@ static int pn_mmcid_bench(struct pn_run *run)
 		  mmcid_pcpu_ctx_size());
 	pn_printf(run,
 		  "# footprint: units = the cid slots (unit blocks), all = every byte of metadata too; percpu = the same objects as per-CPU memory\n");
-	ret = pn_mmcid_footprint(run, a.mm, 4, sizeof(u64));
-	if (!ret)	/* the same four counters as one array object (rss_stat) */
-		ret = pn_mmcid_footprint(run, a.mm, 1, 4 * sizeof(u64));
+	/* Four counters of one mm (rss_stat): one array, then four objects. */
+	ret = pn_mmcid_footprint(run, a.mm, 0, 0, 4);
 	if (!ret)
-		ret = pn_mmcid_footprint(run, a.mm, 1, SMP_CACHE_BYTES);
+		ret = pn_mmcid_footprint(run, a.mm, 4, sizeof(u64), 0);
+	if (!ret)
+		ret = pn_mmcid_footprint(run, a.mm, 1, SMP_CACHE_BYTES, 0);
 free:
 	mmcid_counter_destroy(a.ctr);
 	if (a.mm)

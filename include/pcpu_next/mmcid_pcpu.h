@@ -40,8 +40,16 @@ struct mmcid_counter;
  * @ready0: bit c set once the object's slot of cid c (< @nr0) is
  *	    initialised; cleared when the mm is torn down
  * @mm: the mm the object belongs to
- * @stride: bytes between the slots of consecutive cids (the unit)
+ * @stride: bytes between the slots of consecutive cids (the unit, at most
+ *	    32 KiB)
+ * @nr: counters in the array of a counter (its slot's local64_t words),
+ *	0 for other storage; the inline add goes out of line (which
+ *	refuses it) for an index at or above it
  * @nr0: cids in block 0 (at most 4)
+ * @dead: library state, not read here: the mm was torn down (set under
+ *	  the object's lock, read without it by the allocation path)
+ * @folded: library state, not read here: teardown folded the cid slots
+ *	    (under the per-mm context's lock)
  *
  * The first member of every storage object, on its first cache line,
  * so that mmcid_counter_add() can inline the path of a thread whose cid
@@ -51,14 +59,20 @@ struct mmcid_counter;
  * functions below, written only by mmcid_pcpu.c.  Its layout is part of
  * the ABI of those inline functions: __mmcid_counter_add_task() takes it
  * by type, so a change moves that symbol's modversions CRC and an old
- * client is refused at load instead of adding at stale offsets.
+ * client is refused at load instead of adding at stale offsets.  @dead
+ * and @folded live here only because the line has room for them: they
+ * are one byte each, so that the two locks that write them never write
+ * the same byte.
  */
 struct mmcid_pcpu_fast {
 	void *slot0;
 	unsigned long ready0;
 	struct mm_struct *mm;
-	u32 stride;
-	u32 nr0;
+	u16 stride;
+	u16 nr;
+	u8 nr0;
+	u8 dead;
+	u8 folded;
 };
 
 /* Value of mmcid_pcpu_ref.cid when the caller got the remote slot. */
@@ -113,7 +127,7 @@ struct mmcid_pcpu *__mmcid_pcpu_create(struct mm_struct *mm, size_t size,
 /**
  * mmcid_pcpu_create() - create storage for an mm, indexed by mm_cid
  * @mm: the mm; the caller holds mm_users (mmget() or it is current->mm)
- * @size: bytes per slot, 1..PAGE_SIZE
+ * @size: bytes per slot, 1..PAGE_SIZE (at most 32 KiB)
  * @ops: slot callbacks, or NULL
  * @arg: passed to the callbacks
  *
@@ -146,7 +160,7 @@ struct mmcid_pcpu *__mmcid_pcpu_create_in(struct mmcid_mm *ctx,
  * mmcid_pcpu_create_in() - create storage in an owned per-mm context
  * @ctx: from mmcid_mm_create()
  * @mm: the mm of @ctx
- * @size: bytes per slot, 1..PAGE_SIZE
+ * @size: bytes per slot, 1..PAGE_SIZE (at most 32 KiB)
  * @ops: slot callbacks, or NULL
  * @arg: passed to the callbacks
  *
@@ -178,13 +192,15 @@ int mmcid_pcpu_max_cid(struct mmcid_pcpu *s);
 bool mmcid_pcpu_mm_gone(struct mmcid_pcpu *s);
 
 struct mmcid_counter *__mmcid_counter_create(struct mm_struct *mm,
+					     unsigned int nr,
 					     struct lock_class_key *key);
 
 /**
  * mmcid_counter_create() - a counter of an mm, one local64_t per cid
  * @mm: as for mmcid_pcpu_create()
  *
- * See __mmcid_counter_create(); one static lockdep class per call site.
+ * An array of one counter: see __mmcid_counter_create(); one static
+ * lockdep class per call site.
  *
  * Context: Process context, may sleep.
  * Return: the counter or an ERR_PTR(), see __mmcid_counter_create().
@@ -193,11 +209,31 @@ struct mmcid_counter *__mmcid_counter_create(struct mm_struct *mm,
 ({									\
 	static struct lock_class_key __key;				\
 									\
-	__mmcid_counter_create(mm, &__key);				\
+	__mmcid_counter_create(mm, 1, &__key);				\
+})
+
+/**
+ * mmcid_counter_create_many() - an array of counters of an mm
+ * @mm: as for mmcid_pcpu_create()
+ * @nr: counters in the array
+ *
+ * One storage object for all @nr (one header, one range of each cid's
+ * unit): see __mmcid_counter_create(); one static lockdep class per call
+ * site.
+ *
+ * Context: Process context, may sleep.
+ * Return: the counter array or an ERR_PTR(), see __mmcid_counter_create().
+ */
+#define mmcid_counter_create_many(mm, nr)				\
+({									\
+	static struct lock_class_key __key;				\
+									\
+	__mmcid_counter_create(mm, nr, &__key);				\
 })
 
 struct mmcid_counter *__mmcid_counter_create_in(struct mmcid_mm *ctx,
 						struct mm_struct *mm,
+						unsigned int nr,
 						struct lock_class_key *key);
 
 /**
@@ -214,13 +250,49 @@ struct mmcid_counter *__mmcid_counter_create_in(struct mmcid_mm *ctx,
 ({									\
 	static struct lock_class_key __key;				\
 									\
-	__mmcid_counter_create_in(ctx, mm, &__key);			\
+	__mmcid_counter_create_in(ctx, mm, 1, &__key);			\
+})
+
+/**
+ * mmcid_counter_create_many_in() - an array of counters in an owned
+ *				    per-mm context
+ * @ctx: from mmcid_mm_create()
+ * @mm: the mm of @ctx
+ * @nr: counters in the array
+ *
+ * See __mmcid_counter_create_in(); one static lockdep class per call site.
+ *
+ * Context: Process context, may sleep.
+ * Return: the counter array or an ERR_PTR().
+ */
+#define mmcid_counter_create_many_in(ctx, mm, nr)			\
+({									\
+	static struct lock_class_key __key;				\
+									\
+	__mmcid_counter_create_in(ctx, mm, nr, &__key);			\
 })
 
 void mmcid_counter_destroy(struct mmcid_counter *c);
-int __mmcid_counter_add_task(const struct mmcid_pcpu_fast *f, s64 delta,
-			     gfp_t gfp, unsigned int *cpu, unsigned int subclass);
-s64 mmcid_counter_sum(struct mmcid_counter *c);
+int __mmcid_counter_add_task(const struct mmcid_pcpu_fast *f,
+			     unsigned int idx, s64 delta, gfp_t gfp,
+			     unsigned int *cpu, unsigned int subclass);
+s64 mmcid_counter_sum_at(struct mmcid_counter *c, unsigned int idx);
+int mmcid_counter_sum_many(struct mmcid_counter *c, unsigned int first,
+			   unsigned int nr, s64 *sums);
+
+/**
+ * mmcid_counter_sum() - the value of counter 0 (of a counter of one)
+ * @c: the counter
+ *
+ * See mmcid_counter_sum_at().
+ *
+ * Context: As mmcid_counter_sum_at().
+ * Return: the sum of the counter's cid slots and its remote slot.
+ */
+static inline s64 mmcid_counter_sum(struct mmcid_counter *c)
+{
+	return mmcid_counter_sum_at(c, 0);
+}
 
 /*
  * The inline part of the counter's add: the caller's cid slot when the
@@ -236,6 +308,7 @@ s64 mmcid_counter_sum(struct mmcid_counter *c);
  * before any ready bit.
  */
 static __always_inline int __mmcid_counter_add_inline(struct mmcid_counter *c,
+						      unsigned int idx,
 						      s64 delta, gfp_t gfp,
 						      unsigned int *cpu,
 						      unsigned int subclass)
@@ -248,10 +321,13 @@ static __always_inline int __mmcid_counter_add_inline(struct mmcid_counter *c,
 	if (IS_ENABLED(CONFIG_SCHED_MM_CID)) {
 		preempt_disable();
 		cid = task_mm_cid(current);
+		/* a constant 0 needs no test: every counter has one */
 		if (likely(current->mm == f->mm && cid < f->nr0 &&
+			   ((__builtin_constant_p(idx) && !idx) ||
+			    idx < f->nr) &&
 			   test_bit_acquire(cid, &f->ready0))) {
 			local64_add(delta, (local64_t *)(READ_ONCE(f->slot0) +
-							 cid * f->stride));
+							 cid * f->stride) + idx);
 			if (cpu)
 				*cpu = smp_processor_id();
 			preempt_enable();
@@ -259,7 +335,7 @@ static __always_inline int __mmcid_counter_add_inline(struct mmcid_counter *c,
 		}
 		preempt_enable();
 	}
-	return __mmcid_counter_add_task(f, delta, gfp, cpu, subclass);
+	return __mmcid_counter_add_task(f, idx, delta, gfp, cpu, subclass);
 }
 
 /**
@@ -284,7 +360,30 @@ static __always_inline int mmcid_counter_add(struct mmcid_counter *c,
 					     s64 delta, gfp_t gfp,
 					     unsigned int *cpu)
 {
-	return __mmcid_counter_add_inline(c, delta, gfp, cpu, 0);
+	return __mmcid_counter_add_inline(c, 0, delta, gfp, cpu, 0);
+}
+
+/**
+ * mmcid_counter_add_at() - add to one counter of an array
+ * @c: the counter array
+ * @idx: the counter, below the number given at creation
+ * @delta: the amount
+ * @gfp: as for mmcid_pcpu_get()
+ * @cpu: if not NULL, set to the CPU the add ran on
+ *
+ * mmcid_counter_add() on counter @idx: the same inline path, one more
+ * offset.  An @idx beyond the array sends the add out of line, which
+ * refuses it (logged once): nothing is added anywhere.
+ *
+ * Context: As mmcid_counter_add().
+ * Return: the cid whose slot was used, MMCID_PCPU_REMOTE, or -EINVAL for
+ * an @idx beyond the array.
+ */
+static __always_inline int mmcid_counter_add_at(struct mmcid_counter *c,
+						unsigned int idx, s64 delta,
+						gfp_t gfp, unsigned int *cpu)
+{
+	return __mmcid_counter_add_inline(c, idx, delta, gfp, cpu, 0);
 }
 
 /**
@@ -306,7 +405,7 @@ static __always_inline int mmcid_counter_add_nested(struct mmcid_counter *c,
 						    s64 delta, gfp_t gfp,
 						    unsigned int *cpu)
 {
-	return __mmcid_counter_add_inline(c, delta, gfp, cpu,
+	return __mmcid_counter_add_inline(c, 0, delta, gfp, cpu,
 					  SINGLE_DEPTH_NESTING);
 }
 
