@@ -390,8 +390,8 @@ struct mmcid_geo {
  * BITS_PER_LONG grains the power of two that brings them to at most
  * that many): an object bigger than a cache line has a set of its own
  * anyway (it is more than half of its unit, ALIGN(size,
- * SMP_CACHE_BYTES)), so one word is enough for any unit.  Without lock debugging 56 bytes: the first set
- * of an mm is embedded in its context.
+ * SMP_CACHE_BYTES)), so one word is enough for any unit.  56 bytes: the
+ * first set of an mm is embedded in its context.
  */
 struct mmcid_units {
 	struct mmcid_units *next;	/* the mm's next set, under ctx->lock */
