@@ -2047,6 +2047,22 @@ VISIBLE_IF_KUNIT void mmcid_pcpu_geo_block(unsigned int stride,
 	*len = mmcid_blk_len_n(&g, k, ncids);
 }
 EXPORT_SYMBOL_IF_KUNIT(mmcid_pcpu_geo_block);
+
+/**
+ * mmcid_pcpu_map_grain() - a unit set's map grain for a unit (KUnit only)
+ * @unit: unit bytes, any multiple of 8 up to 32 KiB (whatever
+ *	  SMP_CACHE_BYTES the test pretends)
+ * @nbits: set to the grains of such a unit, the map bits it uses
+ *
+ * Context: Any context.
+ * Return: mmcid_grain(@unit).
+ */
+VISIBLE_IF_KUNIT u32 mmcid_pcpu_map_grain(u32 unit, unsigned int *nbits)
+{
+	*nbits = mmcid_nbits(unit);
+	return mmcid_grain(unit);
+}
+EXPORT_SYMBOL_IF_KUNIT(mmcid_pcpu_map_grain);
 #endif /* CONFIG_KUNIT */
 
 /* ---- counter ------------------------------------------------------------------ */

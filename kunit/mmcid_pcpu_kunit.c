@@ -50,6 +50,7 @@
 #include <linux/sched.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
+#include <linux/sizes.h>
 #include <linux/slab.h>
 #include <linux/spinlock.h>
 #include <linux/string.h>
@@ -1663,6 +1664,34 @@ static void mmcid_set0_reuse(struct kunit *test)
 	mmput(mm);
 }
 
+/*
+ * A unit set's map is one word: for every unit a cache line of any size
+ * can produce (multiples of 16 bytes here, as on architectures with
+ * 16-byte lines, up to 32 KiB), the grains of the unit fit in it and
+ * cover the unit, grains are powers of two of at least MMCID_GRAIN (8),
+ * and units of up to 64 grains keep the 8-byte grain that lets small
+ * objects share a unit.  The first version took unit / BITS_PER_LONG,
+ * rounded down: a 528-byte unit got 66 grains of 8 bytes, and the
+ * object's bitmap_set() ran past the map.
+ */
+static void mmcid_map_grain(struct kunit *test)
+{
+	unsigned int unit, nbits, bad = 0;
+	u32 grain;
+
+	for (unit = 16; unit <= SZ_32K; unit += 16) {
+		grain = mmcid_pcpu_map_grain(unit, &nbits);
+		if (nbits > BITS_PER_LONG || nbits * grain < unit ||
+		    grain < 8 || !is_power_of_2(grain) ||
+		    (unit <= BITS_PER_LONG * 8 && grain != 8)) {
+			if (!bad++)
+				kunit_info(test, "unit %u: grain %u, %u bits\n",
+					   unit, grain, nbits);
+		}
+	}
+	KUNIT_EXPECT_EQ(test, bad, 0U);
+}
+
 static struct kunit_case mmcid_cases[] = {
 	KUNIT_CASE(mmcid_init_once),
 	KUNIT_CASE(mmcid_zero_on_first_use),
@@ -1683,6 +1712,7 @@ static struct kunit_case mmcid_cases[] = {
 	KUNIT_CASE(mmcid_shared_teardown_race),
 	KUNIT_CASE(mmcid_shared_mends),
 	KUNIT_CASE(mmcid_geometry),
+	KUNIT_CASE(mmcid_map_grain),
 	KUNIT_CASE(mmcid_owned_ctx),
 	KUNIT_CASE(mmcid_counter_array),
 	KUNIT_CASE(mmcid_set0_reuse),
