@@ -731,9 +731,12 @@ static void mmcid_units_free_blocks(struct mmcid_units *u)
 	unsigned int k;
 
 	for (k = 0; k < u->nblk; k++) {
-		void **p = k ? (u->dir ? &u->dir[k - 1] : NULL) : &u->blk0;
-		void *slots = p ? *p : NULL;
+		void **p = mmcid_blkp(u, k);
+		void *slots;
 
+		if (!p)		/* no dir: no block above block 0 */
+			break;
+		slots = *p;
 		if (!slots)
 			continue;
 		/* Lockless readers (memory, slots) look at the pointer only. */
