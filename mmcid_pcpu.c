@@ -1514,7 +1514,7 @@ static __always_inline int mmcid_pick(struct mmcid_pcpu *s,
 		 * is exclusive under preempt_disable() just the same.  A
 		 * thread that already gave its cid back (exit, exec) has -1.
 		 */
-		cid = task_mm_cid(current);
+		cid = pn_task_mm_cid(current);
 		break;
 	case MMCID_SRC_CPU:
 		cid = smp_processor_id();

@@ -208,8 +208,22 @@ static void pn_find_test_knows_percpu(struct kunit *test)
 
 /* ---- the worker harness ---- */
 
+#define PN_HARNESS_MS		50	/* each worker loops at least this long */
+#define PN_HARNESS_MAX_MS	10000	/* the phase's bound */
+
+/**
+ * struct pn_harness_arg - shared state of the harness cases
+ * @entered: workers that entered their body
+ * @looping: workers that looped at least once
+ * @nr: if not 0, workers return by themselves once @nr of them looped
+ *	and PN_HARNESS_MS passed; if 0, they loop until the phase stops
+ * @cpu_of: per worker, the CPU it entered its body on
+ * @loops: per worker, how often it looped
+ */
 struct pn_harness_arg {
 	atomic_t entered;
+	atomic_t looping;
+	unsigned int nr;
 	unsigned int cpu_of[64];
 	unsigned long loops[64];
 };
@@ -217,11 +231,16 @@ struct pn_harness_arg {
 static int pn_harness_worker(struct pn_run *run, unsigned int idx, void *data)
 {
 	struct pn_harness_arg *a = data;
+	unsigned long end = jiffies + msecs_to_jiffies(PN_HARNESS_MS);
 
 	atomic_inc(&a->entered);
 	a->cpu_of[idx] = raw_smp_processor_id();
 	while (!pn_should_stop(run)) {
-		a->loops[idx]++;
+		if (!a->loops[idx]++)
+			atomic_inc(&a->looping);
+		if (a->nr && atomic_read(&a->looping) == (int)a->nr &&
+		    time_after(jiffies, end))
+			break;
 		cond_resched();
 	}
 	return idx == 5 ? -EIO : 0;
@@ -237,6 +256,13 @@ static struct pn_run *pn_test_run(struct kunit *test)
 	return run;
 }
 
+/*
+ * The workers do not stop at a fixed time, which a worker that the
+ * scheduler runs late could miss: each loops until every one of them
+ * looped, and for PN_HARNESS_MS at least.  Then the phase ends early, as
+ * all returned.  A worker that never loops inside the phase keeps it
+ * going to PN_HARNESS_MAX_MS and fails the case.
+ */
 static void pn_harness_runs_pinned_workers(struct kunit *test)
 {
 	struct pn_run *run = pn_test_run(test);
@@ -245,10 +271,12 @@ static void pn_harness_runs_pinned_workers(struct kunit *test)
 
 	a = kunit_kzalloc(test, sizeof(*a), GFP_KERNEL);
 	KUNIT_ASSERT_NOT_NULL(test, a);
-	KUNIT_ASSERT_EQ(test, pn_run_threads(run, nr, PN_PIN_EACH, 50,
+	a->nr = nr;
+	KUNIT_ASSERT_EQ(test, pn_run_threads(run, nr, PN_PIN_EACH, PN_HARNESS_MAX_MS,
 					     pn_harness_worker, a), 0);
 	KUNIT_EXPECT_EQ(test, atomic_read(&a->entered), (int)nr);
 	KUNIT_EXPECT_GT(test, run->phase_ns, 40ULL * NSEC_PER_MSEC);
+	KUNIT_EXPECT_LT(test, run->phase_ns, (u64)PN_HARNESS_MAX_MS * NSEC_PER_MSEC);
 	for (i = 0; i < nr; i++) {
 		KUNIT_EXPECT_EQ(test, a->cpu_of[i], pn_pick_cpu(run, PN_PIN_EACH, i));
 		KUNIT_EXPECT_GT(test, a->loops[i], 0UL);

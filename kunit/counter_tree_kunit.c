@@ -824,18 +824,35 @@ static int pn_ct_run_phase(struct pn_ct_phase *ph, unsigned int nr,
 
 #define PN_CT_NR_BATCH	9	/* batches 2^1 .. 2^9 */
 #define PN_CT_ADDERS	4
-#define PN_CT_OPS	1500
+#define PN_CT_OPS	1500	/* adds each adder makes at least */
+#define PN_CT_PASSES	8	/* reader passes the adders wait for */
+#define PN_CT_WAIT_MS	10000	/* the longest they wait for them */
 
+/**
+ * struct pn_ct_mt - shared state of pn_ct_threads_pinned
+ * @trees: one tree per batch
+ * @totals: per adder and tree, the sum of its adds
+ * @adders_left: adders still adding
+ * @passes: reader passes over all trees in this phase
+ */
 struct pn_ct_mt {
 	struct pn_ctree *trees[PN_CT_NR_BATCH];
 	long totals[PN_CT_ADDERS][PN_CT_NR_BATCH];
 	atomic_t adders_left;
-	unsigned long reads;
+	atomic_t passes;
 };
 
+/*
+ * The reader reads until the last adder is done.  The adders do not rely
+ * on the scheduler to run the reader in time: past PN_CT_OPS adds they go
+ * on until the reader made PN_CT_PASSES passes, and sleep now and then so
+ * that a reader on their CPU runs.  They give up after PN_CT_WAIT_MS; the
+ * case then fails.
+ */
 static int pn_ct_mt_worker(struct pn_ct_phase *ph, unsigned int idx, void *data)
 {
 	struct pn_ct_mt *m = data;
+	unsigned long end = jiffies + msecs_to_jiffies(PN_CT_WAIT_MS);
 	u64 rnd = 1000 + idx;
 	unsigned int i, t;
 
@@ -847,20 +864,27 @@ static int pn_ct_mt_worker(struct pn_ct_phase *ph, unsigned int idx, void *data)
 				pn_ctree_approx_min_max(m->trees[t], &a, &lo, &hi);
 				pn_ctree_precise_compare(m->trees[t],
 							 m->trees[(t + 1) % PN_CT_NR_BATCH]);
-				m->reads++;
 			}
+			atomic_inc(&m->passes);
 			cond_resched();
 		}
 		return 0;
 	}
-	for (i = 0; i < PN_CT_OPS && !READ_ONCE(ph->stop); i++) {
+	for (i = 0; !READ_ONCE(ph->stop); i++) {
 		long inc = pn_ct_rand_inc(&rnd);
 
+		if (i >= PN_CT_OPS &&
+		    (atomic_read(&m->passes) >= PN_CT_PASSES || time_after(jiffies, end)))
+			break;
 		t = pn_ct_rand(&rnd) % PN_CT_NR_BATCH;
 		pn_ctree_add(m->trees[t], inc);
 		m->totals[idx][t] += inc;
-		if (!(i & 63))
-			cond_resched();
+		if (!(i & 63)) {
+			if (i >= PN_CT_OPS)
+				usleep_range(50, 100);
+			else
+				cond_resched();
+		}
 	}
 	atomic_dec(&m->adders_left);
 	return 0;
@@ -888,6 +912,7 @@ static void pn_ct_threads_pinned(struct kunit *test)
 	for (p = 0; p < ARRAY_SIZE(pins); p++) {
 		memset(m->totals, 0, sizeof(m->totals));
 		atomic_set(&m->adders_left, PN_CT_ADDERS);
+		atomic_set(&m->passes, 0);
 		for (t = 0; t < PN_CT_NR_BATCH; t++)
 			pn_ctree_set(m->trees[t], (long)p * 100000 - 150000);
 		KUNIT_ASSERT_EQ(test, pn_ct_run_phase(ph, PN_CT_ADDERS + 1,
@@ -900,8 +925,11 @@ static void pn_ct_threads_pinned(struct kunit *test)
 				ref += m->totals[w][t];
 			pn_ct_check(test, m->trees[t], ref);
 		}
+		/* Each pass the adders waited for began before they were done. */
+		KUNIT_EXPECT_GE_MSG(test, atomic_read(&m->passes), PN_CT_PASSES,
+				    "phase %u: the reader did not read during the adds within %d ms",
+				    p, PN_CT_WAIT_MS);
 	}
-	KUNIT_EXPECT_GT(test, m->reads, 0UL);
 }
 
 /* ---- a preempted adder holds no carry ---- */
@@ -910,6 +938,7 @@ static void pn_ct_threads_pinned(struct kunit *test)
 #define PN_CT_HOG_MAX_BURSTS	200
 #define PN_CT_HOG_WANT_SEEN	12	/* clean bursts the reader should read in */
 #define PN_CT_HOG_SPIN_US	5000
+#define PN_CT_HOG_SPIN_MAX_US	20000	/* spin on to this for the reader */
 #define PN_CT_HOG_GAP_US	3000
 #define PN_CT_HOG_STARTUP_MS	4000	/* for adder and reader to start */
 #define PN_CT_HOG_LIMIT_MS	4000	/* for the bursts, once they have */
@@ -926,8 +955,8 @@ static void pn_ct_threads_pinned(struct kunit *test)
  * @stop: set by the test once the hog is done
  * @clean: per burst, the hog kept its CPU for the whole spin (hog only)
  * @read_in: per burst, the reader completed a read inside it (reader
- *	     writes, the hog reads it a gap after the burst, for its early
- *	     exit)
+ *	     writes, the hog reads it while it spins, and a gap after the
+ *	     burst for its early exit)
  * @bad: per burst, such a read broke the range (reader only)
  * @bursts: bursts the hog ran
  * @burst_reads: reads inside a burst (reader only)
@@ -992,6 +1021,9 @@ static int pn_ct_hog_adder(struct pn_ct_hog *h)
 /*
  * SCHED_FIFO on the adder's CPU: sleep a few ms (the adder runs), then
  * spin for PN_CT_HOG_SPIN_US (the adder is preempted wherever it was).
+ * The spin goes on until the reader read in the burst, up to
+ * PN_CT_HOG_SPIN_MAX_US: a reader that is slow to run still gets to read
+ * in some bursts.
  * A burst is clean if the hog was never switched out during its spin: then
  * the adder did not run at all in it.  Thread start-up has its own time
  * budget, so that a slow start does not eat the bursts' one; the early
@@ -1023,8 +1055,10 @@ static int pn_ct_hog_hog(struct pn_ct_hog *h)
 		sw = current->nvcsw + current->nivcsw;
 		/* odd: burst i; pairs with the reader's acquire */
 		smp_store_release(&h->seq, 2 * i + 1);
-		t = ktime_get_ns() + PN_CT_HOG_SPIN_US * NSEC_PER_USEC;
-		while (ktime_get_ns() < t)
+		t = ktime_get_ns();
+		while (ktime_get_ns() - t < PN_CT_HOG_SPIN_US * NSEC_PER_USEC ||
+		       (!READ_ONCE(h->read_in[i]) &&
+			ktime_get_ns() - t < PN_CT_HOG_SPIN_MAX_US * NSEC_PER_USEC))
 			cpu_relax();
 		h->clean[i] = current->nvcsw + current->nivcsw == sw;
 		/* even: burst over; pairs with the reader's smp_rmb() */
@@ -1078,7 +1112,7 @@ static int pn_ct_hog_reader(struct pn_ct_hog *h)
  * A task preempted between its level-0 add and the carry propagation
  * must not hold the carry.  The adder's every add carries about
  * 8 * (under + over + 2^order * batch); a SCHED_FIFO hog on its CPU
- * preempts it every few ms for PN_CT_HOG_SPIN_US; a reader on another CPU
+ * preempts it every few ms for 5 to 20 ms; a reader on another CPU
  * compares approx with precise.  During a clean burst the adder is off
  * its CPU, so the tree is quiescent and the range must hold exactly: no
  * timing heuristic, no allowance.  Interrupts and host scheduling of the

@@ -33,6 +33,7 @@
 #define LK_MAX_THREADS	4
 #define LK_REMOTE_ITERS	1500	/* add_remote calls per thread per run */
 #define LK_REPEAT	6	/* upgrade-under-load repetitions */
+#define LK_WAIT_MS	10000	/* the longest wait for another thread */
 
 static int lk_upgrade_to(struct lazy_counter *c, unsigned int nr,
 			 enum lazy_counter_target target)
@@ -114,6 +115,7 @@ struct lk_hammer {
 	s64 ref[LK_MAX_THREADS][LK_NR];	/* per thread, private */
 	atomic_t progress;		/* add_remote calls done, all threads */
 	bool upgrade_in_thread;		/* thread 0 upgrades at half time */
+	bool upgraded;			/* thread 0's upgrade returned */
 	enum lazy_counter_target target;
 	int upgrade_ret;
 };
@@ -143,8 +145,10 @@ static int lk_remote_fn(struct lk_thread *t)
 		if (!(n & 7))
 			atomic_add(8, &h->progress);
 		if (h->upgrade_in_thread && t->idx == 0 &&
-		    n == LK_REMOTE_ITERS / 2)
+		    n == LK_REMOTE_ITERS / 2) {
 			h->upgrade_ret = lk_upgrade_to(h->c, LK_NR, h->target);
+			WRITE_ONCE(h->upgraded, true);
+		}
 		if (!(n & 255))
 			cond_resched();
 	}
@@ -240,7 +244,9 @@ static void lazy_remote_kthreads_test(struct kunit *test)
  * Upgrade while kthreads hammer add_remote, many times.  Even runs: the
  * owner (this thread) upgrades and its later local adds must go to the
  * per-CPU target (c->local frozen).  Odd runs: a remote thread upgrades
- * while the owner keeps adding locally.
+ * while the owner keeps adding locally.  Neither relies on the scheduler
+ * for the overlap: the owner waits for the remote adds to be under way,
+ * or adds until the remote upgrade returned (both bounded).
  */
 static void lk_upgrade_race(struct kunit *test, enum lazy_counter_target target)
 {
@@ -259,6 +265,7 @@ static void lk_upgrade_race(struct kunit *test, enum lazy_counter_target target)
 	for (r = 0; r < LK_REPEAT; r++) {
 		bool by_owner = !(r & 1);
 		long frozen[LK_NR];
+		unsigned long end;
 
 		memset(h, 0, sizeof(*h));
 		memset(t, 0, LK_MAX_THREADS * sizeof(*t));
@@ -269,11 +276,11 @@ static void lk_upgrade_race(struct kunit *test, enum lazy_counter_target target)
 		h->target = target;
 		nt = lk_start(test, t, lk_nthreads(), lk_remote_fn, h);
 
-		n = 0;
+		end = jiffies + msecs_to_jiffies(LK_WAIT_MS);
 		if (by_owner) {
 			/* let the remote threads get going, then switch */
 			while (atomic_read(&h->progress) < LK_REMOTE_ITERS / 4 &&
-			       n++ < 1000)
+			       time_before(jiffies, end))
 				usleep_range(100, 200);
 			KUNIT_ASSERT_EQ(test,
 					lk_upgrade_to(h->c, LK_NR, target), 0);
@@ -284,9 +291,13 @@ static void lk_upgrade_race(struct kunit *test, enum lazy_counter_target target)
 				frozen[i] = READ_ONCE(c->local);
 			}
 		}
-		for (n = 0; n < 1000; n++) {
+		/* odd runs: on until thread 0's upgrade returned */
+		for (n = 0; n < 1000 || (!by_owner && !READ_ONCE(h->upgraded) &&
+					 time_before(jiffies, end)); n++) {
 			lazy_counter_add_local(&h->c[n % LK_NR], 1 + (n & 7));
 			base[n % LK_NR] += 1 + (n & 7);
+			if (!(n & 255))
+				cond_resched();
 		}
 		if (by_owner)
 			for (i = 0; i < LK_NR; i++)

@@ -55,10 +55,11 @@
 #include <linux/spinlock.h>
 #include <linux/string.h>
 
+#include <pcpu_next/compat.h>
 #include <pcpu_next/mmcid_pcpu.h>
 #include "internal/mmcid_pcpu.h"
 
-MODULE_IMPORT_NS(EXPORTED_FOR_KUNIT_TESTING);	/* mm_alloc() */
+PN_IMPORT_NS_KUNIT();	/* mm_alloc() */
 
 #define MAGIC	0x6d6d636964ULL
 
@@ -391,7 +392,7 @@ static void mmcid_fast_block0(struct kunit *test)
 	/* every slot of block 0 ready: only the cid keeps us out */
 	kthread_use_mm(mm);
 	if (IS_ENABLED(CONFIG_SCHED_MM_CID))
-		KUNIT_EXPECT_LT(test, task_mm_cid(current), 0);
+		KUNIT_EXPECT_LT(test, pn_task_mm_cid(current), 0);
 	KUNIT_EXPECT_EQ(test, mmcid_counter_add(c, 5, GFP_KERNEL, NULL),
 			MMCID_PCPU_REMOTE);
 	kthread_unuse_mm(mm);

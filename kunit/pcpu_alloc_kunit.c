@@ -33,6 +33,7 @@
 #include <linux/string.h>
 #include <linux/workqueue.h>
 
+#include <pcpu_next/compat.h>
 #include <pcpu_next/pcpu_alloc.h>
 
 #include "internal/core.h"
@@ -780,7 +781,7 @@ struct pn_timer_arg {
 
 static void pn_timer_alloc(struct timer_list *t)
 {
-	struct pn_timer_arg *a = from_timer(a, t, timer);
+	struct pn_timer_arg *a = timer_container_of(a, t, timer);
 	unsigned int i;
 
 	a->got = 0;
@@ -806,7 +807,7 @@ static void pn_timer_burst(struct pn_timer_arg *a, void __percpu **p,
 	timer_setup(&a->timer, pn_timer_alloc, 0);
 	mod_timer(&a->timer, jiffies + 1);
 	wait_for_completion(&a->done);
-	del_timer_sync(&a->timer);
+	timer_delete_sync(&a->timer);
 }
 
 static void pn_test_atomic_reserve(struct kunit *test)
@@ -1091,33 +1092,46 @@ static void pn_test_shrink_budget(struct kunit *test)
 /*
  * A chunk created for a waiting allocation serves that allocation, even
  * with a reclaimer releasing every free chunk it sees: one object per
- * chunk, so every allocation needs exactly one chunk creation.
+ * chunk, so every allocation needs exactly one chunk creation.  The
+ * allocations start once the reclaimer made a pass, not whenever the
+ * scheduler first runs it.
  */
 static int pn_reclaim_hammer(void *arg)
 {
+	atomic_t *passes = arg;
+
 	while (!kthread_should_stop()) {
 		pn_alloc_reclaim(ULONG_MAX);
+		atomic_inc(passes);
 		cond_resched();
 	}
 	return 0;
 }
 
 #define PN_GROW_N	32
+#define PN_GROW_WAIT_MS	10000	/* for the reclaimer's first pass */
 
 static void pn_test_grow_vs_shrinker(struct kunit *test)
 {
+	atomic_t passes = ATOMIC_INIT(0);
 	struct task_struct *hammer;
 	struct pn_cache_stats st;
 	void __percpu **p;
 	struct pn_cache *c;
+	unsigned long end;
 	unsigned int i;
 
 	p = kunit_kcalloc(test, PN_GROW_N, sizeof(*p), GFP_KERNEL);
 	KUNIT_ASSERT_NOT_NULL(test, p);
 	c = pn_kunit_cache(test, "kunit-grow", PN_ALLOC_MAX_SIZE, 0, NULL, NULL, NULL);
 	KUNIT_ASSERT_EQ(test, pn_cache_objs_per_chunk(c), 1U);
-	hammer = kthread_run(pn_reclaim_hammer, NULL, "pn-kunit-reclaim");
+	hammer = kthread_run(pn_reclaim_hammer, &passes, "pn-kunit-reclaim");
 	KUNIT_ASSERT_FALSE(test, IS_ERR(hammer));
+	end = jiffies + msecs_to_jiffies(PN_GROW_WAIT_MS);
+	while (!atomic_read(&passes) && time_before(jiffies, end))
+		schedule_timeout_uninterruptible(1);
+	KUNIT_EXPECT_GT_MSG(test, atomic_read(&passes), 0,
+			    "the reclaimer did not run within %d ms", PN_GROW_WAIT_MS);
 	for (i = 0; i < PN_GROW_N; i++) {
 		p[i] = pn_cache_alloc(c, GFP_KERNEL);
 		KUNIT_EXPECT_NE(test, pn_kaddr(p[i]), 0UL);

@@ -3,7 +3,10 @@
 #
 # Build lane (no VM), TAP on stdout: the module must build warning-free
 # (W=1) against every flavour of Debian's newest 6.12 headers that exists
-# (amd64, cloud-amd64, rt-amd64), and a build against a kernel older than
+# (amd64, cloud-amd64, rt-amd64), against 7.2 prepared with the config of
+# Debian's own 7.2 images (amd64, rt-amd64: scripts/kdir.sh debian72),
+# KUnit suites included against 6.12 and 7.2 trees with KUnit
+# (scripts/kdir.sh kunit), and a build against a kernel older than
 # the supported minimum (Debian's 6.1 headers) must stop at once with one
 # line naming the found and the needed version.  The library must build
 # without its harness (CONFIG_PCPU_NEXT_TORTURE off) and with its fast-path
@@ -38,6 +41,27 @@ for flavour in amd64 cloud-amd64 rt-amd64; do
 		tap ok "W=1 build against $abi-$flavour, warning-free"
 	else
 		tap not-ok "W=1 build against $abi-$flavour"
+	fi
+done
+
+# 7.2 as Debian configures it, and 6.12 and 7.2 with KUnit: the KUnit
+# suites and the harness compile, W=1 silent, against both kernels.
+for t in "debian72 amd64" "debian72 rt-amd64" "kunit 6.12" "kunit 7.2"; do
+	# shellcheck disable=SC2086 # two words: kind and argument
+	if ! kd=$(bash "$REPO/scripts/kdir.sh" $t 2>"$work/kdir.err"); then
+		tap not-ok "prepare the $t tree: $(tail -n 1 "$work/kdir.err")"
+		continue
+	fi
+	what="$(basename "$kd")"
+	case $t in kunit*) what="$what (KUnit suites built)" ;; esac
+	if (build_module "$REPO" "$kd" "$work/${t// /-}" >/dev/null); then
+		if [ "${t%% *}" = kunit ] && [ ! -e "$work/${t// /-}/src/kunit/mmcid_pcpu_kunit.o" ]; then
+			tap not-ok "W=1 build against $what: no KUnit objects"
+		else
+			tap ok "W=1 build against $what, warning-free"
+		fi
+	else
+		tap not-ok "W=1 build against $what"
 	fi
 done
 

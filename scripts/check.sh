@@ -15,6 +15,8 @@
 #            (scripts/model.sh; no VM)
 #   stock    Debian's kernel, 2 vCPUs: insmod, selftests, stress, rmmod
 #   stock-rt the same on Debian's PREEMPT_RT kernel (linux-image-*-rt-amd64)
+#   stock72  the same on Debian's own 7.2 image (sid), the module built
+#            against linux-source-7.2 prepared with that image's config
 #   debug    the debug kernel (KASAN, lockdep with PROVE_RAW_LOCK_NESTING,
 #            kmemleak, fault injection for fail-nth), 4 online of 8
 #            possible CPUs: KUnit at
@@ -45,7 +47,7 @@
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
-lanes="build model stock stock-rt debug rt kunitpy bench hotplug cycles rss"
+lanes="build model stock stock-rt stock72 debug rt kunitpy bench hotplug cycles rss"
 if [ "${1:-}" = --lane ]; then
 	lanes=$2
 fi
@@ -85,7 +87,7 @@ for lane in $lanes; do
 	case $lane in
 	build)
 		run_tap build build-lane.sh \
-			"W=1 against every Debian 6.12 headers flavour, library alone, statistics; 6.1 refused; layout" '^(not )?ok [0-9]'
+			"W=1 against Debian 6.12 headers and 7.2 (Debian config), KUnit trees, library alone, statistics; 6.1 refused; layout" '^(not )?ok [0-9]'
 		;;
 	model)
 		run_tap model model.sh \
@@ -93,6 +95,7 @@ for lane in $lanes; do
 		;;
 	stock) run_vm stock stock 2 2 stock.sh ;;
 	stock-rt) run_vm stock-rt stock-rt 2 2 stock.sh ;;
+	stock72) run_vm stock72 stock72 2 2 stock.sh ;;
 	# 4 online of 8 possible: nr_cpu_ids 8, so KASAN watches mm_cid
 	# storage grow past its first block (its dir and ready words) too.
 	debug) run_vm debug debug 4 8 debug.sh ;;

@@ -77,4 +77,63 @@ for flavour in amd64 rt-amd64; do
 	fi
 done
 echo "$abi" > "$CACHE/stock-abi"
-echo "deps: ok (stock kernel $abi, source $(dpkg-query -W -f='${Version}' linux-source-6.12))"
+echo "deps: 6.12 ok (stock kernel $abi, source $(dpkg-query -W -f='${Version}' linux-source-6.12))"
+
+# Linux 7.2 from Debian's archive beyond bookworm.  The newest amd64 image
+# of a 7.2 ABI that any suite offers (sid, trixie-backports) is picked,
+# then linux-source-7.2 of that very package version, so that the test
+# kernels, the prepared tree the module is built against and the stock
+# 7.2 image are one source.  Fetched with apt-get download through
+# $APT7's own sources list and unpacked into the cache: never installed.
+mkdir -p "$APT7/lists/partial" "$APT7/cache/archives/partial" "$CACHE/debs"
+kr=/usr/share/keyrings/debian-archive-keyring.gpg
+cat >"$APT7/sources.list.new" <<LIST
+deb [signed-by=$kr] http://deb.debian.org/debian sid main
+deb [signed-by=$kr] http://deb.debian.org/debian trixie-backports main
+LIST
+if ! cmp -s "$APT7/sources.list.new" "$APT7/sources.list" ||
+	[ -z "$(find "$APT7/lists" -name '*_Packages' -mmin -1440 2>/dev/null)" ]; then
+	mv "$APT7/sources.list.new" "$APT7/sources.list"
+	apt7 apt-get update -qq || die "apt-get update of the 7.2 suites failed"
+fi
+rm -f "$APT7/sources.list.new"
+abi72=$(apt7 apt-cache pkgnames linux-binary-unsigned-7.2. |
+	sed -n 's/^linux-binary-unsigned-\(7\.2\.[0-9]*+deb[0-9]*\)-amd64$/\1/p' |
+	sort -V | tail -n 1)
+[ -n "$abi72" ] || die "no linux-binary-unsigned-7.2.*-amd64 in sid or trixie-backports"
+ver72=$(apt7 apt-cache show "linux-binary-unsigned-$abi72-amd64" |
+	sed -n 's/^Version: //p' | sort -V | tail -n 1)
+src72=$CACHE/debs/linux-source-7.2_${ver72}_all.deb
+if [ ! -s "$src72" ]; then
+	echo "deps: fetching linux-source-7.2 $ver72"
+	(cd "$CACHE/debs" && apt7 apt-get download -qq "linux-source-7.2=$ver72" >/dev/null) ||
+		die "linux-source-7.2 $ver72 not in the archive"
+fi
+# Debian's own 7.2 images (amd64, and rt-amd64 when it exists): vmlinuz,
+# its config, and Module.symvers from the headers package (the module of
+# the stock 7.2 lane is built against a tree prepared with that config).
+for flavour in amd64 rt-amd64; do
+	dir=$CACHE/stock72-${flavour%amd64}$abi72
+	[ -s "$dir/vmlinuz" ] && [ -s "$dir/config" ] && continue
+	if ! apt7 apt-cache show "linux-binary-unsigned-$abi72-$flavour" >/dev/null 2>&1; then
+		[ "$flavour" = amd64 ] && die "no Debian 7.2 amd64 image"
+		continue
+	fi
+	echo "deps: fetching Debian's $abi72-$flavour image"
+	rm -rf "$dir" && mkdir -p "$dir/deb"
+	(cd "$dir/deb" && apt7 apt-get download -qq "linux-binary-unsigned-$abi72-$flavour" \
+		"linux-base-$abi72-$flavour" "linux-headers-$abi72-$flavour" >/dev/null) ||
+		die "cannot fetch the $abi72-$flavour image"
+	for deb in "$dir"/deb/*.deb; do
+		dpkg-deb -x "$deb" "$dir/root"
+	done
+	cp "$dir/root/usr/lib/modules/$abi72-$flavour/vmlinuz.unsigned" "$dir/vmlinuz"
+	cp "$dir/root/usr/lib/modules/$abi72-$flavour/config" "$dir/config"
+	cp "$dir/root/usr/src/linux-headers-$abi72-$flavour/Module.symvers" "$dir/Module.symvers"
+	echo "$abi72-$flavour" >"$dir/release"
+	rm -rf "$dir/deb" "$dir/root"
+done
+echo "$ver72" >"$CACHE/k72-version"
+echo "$abi72" >"$CACHE/k72-abi"
+KSRC_SERIES=7.2 ksrc >/dev/null
+echo "deps: ok (7.2: source $ver72, Debian image $abi72)"

@@ -17,23 +17,69 @@ stock_abi()
 	cat "$CACHE/stock-abi" 2>/dev/null || die "run scripts/deps.sh first"
 }
 
-# Pristine kernel source, unpacked once from Debian's linux-source-6.12.
+# Debian's archive beyond bookworm (sid, trixie-backports, experimental),
+# through apt's own configuration kept under $CACHE/apt7: the system's
+# sources and its installed packages are never touched.  Packages from
+# there are only downloaded and unpacked (they need a newer libc).
+APT7=$CACHE/apt7
+apt7()	# apt-get|apt-cache ARGS...
+{
+	local tool=$1
+	shift
+	"$tool" -o Dir::Etc::SourceList="$APT7/sources.list" \
+		-o Dir::Etc::SourceParts=/nonexistent -o Dir::State::Lists="$APT7/lists" \
+		-o Dir::Cache="$APT7/cache" -o APT::Architecture=amd64 \
+		-o Acquire::Languages=none -o APT::Sandbox::User=root "$@"
+}
+
+# The 7.2 kernel the test kernels are built from, and Debian's image of
+# it: deps.sh records the source package version (7.2.13-1) and the
+# image ABI (7.2.13+deb14) it picked.
+k72_version()
+{
+	cat "$CACHE/k72-version" 2>/dev/null || die "no 7.2 source picked: run scripts/deps.sh"
+}
+
+k72_abi()
+{
+	cat "$CACHE/k72-abi" 2>/dev/null || die "no 7.2 image picked: run scripts/deps.sh"
+}
+
+# Pristine kernel source of the test kernels: Debian's linux-source-7.2,
+# unpacked once.  KSRC_SERIES=6.12 picks Debian's linux-source-6.12
+# (bookworm) instead, for what has not moved to 7.2.
 ksrc_version()
 {
-	dpkg-query -W -f='${Version}' linux-source-6.12 2>/dev/null ||
-		die "linux-source-6.12 missing: run scripts/deps.sh"
+	case ${KSRC_SERIES:-7.2} in
+	7.2) k72_version ;;
+	6.12)
+		dpkg-query -W -f='${Version}' linux-source-6.12 2>/dev/null ||
+			die "linux-source-6.12 missing: run scripts/deps.sh"
+		;;
+	*) die "KSRC_SERIES=$KSRC_SERIES: 7.2 or 6.12" ;;
+	esac
 }
 
 ksrc()
 {
-	local ver dir
+	local ver dir tarball
 	ver=$(ksrc_version)
 	dir="$CACHE/src/$ver"
 	if [ ! -e "$dir/.unpacked" ]; then
 		rm -rf "$dir"
 		mkdir -p "$dir"
-		tar -xJf /usr/src/linux-source-6.12.tar.xz -C "$dir" --strip-components=1 ||
-			die "cannot unpack linux-source-6.12"
+		case ${KSRC_SERIES:-7.2} in
+		7.2)
+			dpkg-deb --fsys-tarfile "$CACHE/debs/linux-source-7.2_${ver}_all.deb" |
+				tar -xO ./usr/src/linux-source-7.2.tar.xz |
+				tar -xJ -C "$dir" --strip-components=1 ||
+				die "cannot unpack linux-source-7.2 $ver"
+			;;
+		6.12)
+			tar -xJf /usr/src/linux-source-6.12.tar.xz -C "$dir" --strip-components=1 ||
+				die "cannot unpack linux-source-6.12"
+			;;
+		esac
 		touch "$dir/.unpacked"
 	fi
 	echo "$dir"

@@ -6,10 +6,12 @@
 # into the build machine's own kernel.
 #
 #   scripts/vm.sh [options] GUEST_SCRIPT
-#     --kernel stock|stock-rt|debug|rt|rss|rss-debug|rss-control
-#                           Debian's kernel + headers (default; stock-rt:
-#                           Debian's PREEMPT_RT flavour), or a test kernel
-#                           built by scripts/kernel.sh from
+#     --kernel stock|stock-rt|stock72|stock72-rt|debug|rt|rss|rss-debug|rss-control
+#                           Debian's 6.12 kernel + headers (default; stock-rt:
+#                           Debian's PREEMPT_RT flavour), Debian's own 7.2
+#                           image with the module built against a tree
+#                           prepared with its config (scripts/kdir.sh),
+#                           or a 7.2 test kernel built by scripts/kernel.sh from
 #                           scripts/<kernel>.config (debug: KASAN, lockdep,
 #                           kmemleak; rt: PREEMPT_RT, KCSAN,
 #                           lockdep, kmemleak); rss: the rss_stat kernel
@@ -72,6 +74,12 @@ stock-rt)
 	kdir=/usr/src/linux-headers-$abi-rt-amd64
 	bzimage=$CACHE/stock-rt-$abi/vmlinuz
 	;;
+stock72 | stock72-rt)
+	flavour=amd64
+	[ "$kind" = stock72 ] || flavour=rt-amd64
+	kdir=$("$REPO/scripts/kdir.sh" debian72 "$flavour")
+	bzimage=$CACHE/stock72-${flavour%amd64}$(k72_abi)/vmlinuz
+	;;
 debug | rt)
 	kdir=$("$REPO/scripts/kernel.sh" "$REPO/scripts/$kind.config")
 	bzimage=$kdir/arch/x86/boot/bzImage
@@ -81,7 +89,7 @@ rss | rss-debug | rss-control)
 	bzimage=$("$REPO/scripts/rss-kernel.sh" "$k")
 	kdir=$(dirname "$bzimage")
 	;;
-*) die "vm.sh: --kernel stock|stock-rt|debug|rt|rss|rss-debug|rss-control" ;;
+*) die "vm.sh: --kernel stock|stock-rt|stock72|stock72-rt|debug|rt|rss|rss-debug|rss-control" ;;
 esac
 [ -d "$kdir" ] && [ -s "$bzimage" ] || die "kernel $kind not available: run scripts/deps.sh"
 

@@ -90,12 +90,13 @@
 #include <linux/string.h>
 #include <linux/uaccess.h>
 
+#include <pcpu_next/compat.h>
 #include <pcpu_next/mmcid_pcpu.h>
 #include "internal/mmcid_pcpu.h"
 #include "torture.h"
 
 #if IS_ENABLED(CONFIG_KUNIT)
-MODULE_IMPORT_NS(EXPORTED_FOR_KUNIT_TESTING);	/* mm_alloc() */
+PN_IMPORT_NS_KUNIT();	/* mm_alloc() */
 #endif
 
 /* ---- debugfs: adds from user threads ---------------------------------------- */

@@ -28,6 +28,8 @@
 #include <linux/types.h>
 #include <asm/local64.h>
 
+#include <pcpu_next/compat.h>
+
 struct mmcid_pcpu;
 struct mmcid_counter;
 
@@ -320,7 +322,7 @@ static __always_inline int __mmcid_counter_add_inline(struct mmcid_counter *c,
 		might_sleep_if(gfpflags_allow_blocking(gfp));
 	if (IS_ENABLED(CONFIG_SCHED_MM_CID)) {
 		preempt_disable();
-		cid = task_mm_cid(current);
+		cid = pn_task_mm_cid(current);
 		/* a constant 0 needs no test: every counter has one */
 		if (likely(current->mm == f->mm && cid < f->nr0 &&
 			   ((__builtin_constant_p(idx) && !idx) ||
