@@ -2,20 +2,35 @@
 /*
  * mmcid_pcpu: per-mm storage indexed by the rseq concurrency id (mm_cid).
  *
- * Per-CPU data gives every possible CPU its own copy.  For data that
- * belongs to one process (the RSS counters of an mm are the example) that
- * is wasteful: a 4-thread process on a 256-CPU machine pays for 256 copies
- * and zeroes all of them at fork.  The scheduler already hands every
- * running thread of an mm a small id, task_mm_cid(), that no other
- * running thread of that mm holds at the same time (it is what rseq
- * exposes as mm_cid).  What 6.12 guarantees is only that it is below
- * nr_cpu_ids: it is the first zero bit of mm_cidmask when allocated, and a
- * CPU keeps the cid of the last thread of the mm it ran lazily, until
- * task_mm_cid_work() (a scan every 100 ms at most) takes it back, so the
- * cids in use are usually near the number of concurrently running threads
- * but may run above it for a while (and above nr_cpus_allowed).  Indexing
- * by it instead of the CPU number keeps the "only I touch this copy"
- * property while the storage follows the cids the process has used.
+ * Per-CPU data gives every possible CPU its own copy.  For data of one
+ * process, such as the RSS counters of an mm, that is wasteful.  A
+ * 4-thread process on a 256-CPU machine pays for 256 copies.
+ *
+ * The scheduler gives the threads of an mm small ids, task_mm_cid(), that
+ * rseq exposes as mm_cid.  Indexing by it keeps the "only I touch this
+ * copy" property of per-CPU data, and the storage follows the cids in use.
+ * Linux 6.19 rewrote the cid allocator; pn_task_mm_cid() reads both:
+ *
+ *   what             6.12                         7.x
+ *   owner            the CPU running the thread   the task, fork to exit;
+ *                                                 in per-CPU mode the CPU
+ *   changes          at switch-in; a scan every   at switch-in, only when it is
+ *                    100 ms compacts cids         not below max_cids
+ *   bound            nr_cpu_ids                   max_cids, see below
+ *   4 threads        cids 0..3, more for a while  cids 0..3; after threads
+ *                    after migrations             came and went, 4 for good
+ *   kthread, exited  -1                           MM_CID_UNSET, INT_MIN
+ *
+ * On 7.x, max_cids = min(opt + opt / 4, num_possible_cpus()), where opt
+ * is the smaller of the thread count and the mm's allowed CPUs: the union
+ * of its threads' affinity masks, every possible CPU by default.  So with
+ * 4 of 64 possible CPUs online, an 8-thread process holds cids 0..7, up
+ * to 9.  An mm with more threads than max_cids goes to per-CPU mode.
+ *
+ * Both give what this file needs.  A cid is below nr_cpu_ids.  No two
+ * running threads of the mm share one.  It does not change while its
+ * task runs with preemption disabled.  Kernel threads have none, with
+ * kthread_use_mm() or without: their cid reads negative.
  *
  *   struct mmcid_mm (one per mm: the mmu_notifier of mmu_notifier_get(),
  *   kmalloc-128 without lock debugging, kmalloc-192 on PREEMPT_RT)
@@ -27,9 +42,9 @@
  *   struct mmcid_units (set0, or kzalloc)
  *   +----------------------------+    blocks (kmalloc, on demand, <= PAGE_SIZE)
  *   | unit = 64 bytes, map, ...  |
- *   | blk0 ------------------------> | cid 0 unit | cid 1 unit | .. cid 3 |
+ *   | blk0 ------------------------> | cid 0 unit | cid 1 unit | .. cid 7 |
  *   | dir (with the first block  |
- *   |  above 0) --> [blk 1] ------> | cid 4 unit | .. cid 7 unit |  doubling
+ *   |  above 0) --> [blk 1] ------> | cid 8 unit | .. cid 15 unit | doubling
  *   |               [blk 2] ...  |   ...                       then L each
  *   +----------------------------+
  *   a unit (one cid):  [ obj A 8 B | obj B 8 B | obj C 16 B | free ...    ]
@@ -61,19 +76,19 @@
  * range of its size, in MMCID_GRAIN (8) byte steps, aligned to its size
  * rounded up to a power of two (at most a cache line, as kmalloc aligns
  * small objects), in the first unit set of its unit size with room (a
- * one-word bitmap per set, under the context's lock: the grain is
- * MMCID_GRAIN, or a power of two of at least unit / BITS_PER_LONG for
- * units above 512 bytes, which hold one object anyway), else in the embedded set0 if it is empty
- * (its last member left; it then takes the new object's unit), else in a
- * new set.  A set header holds block 0's pointer and a dir of the other
- * blocks' pointers, allocated with the first of them: a process that
- * never runs more than four threads at once has no dir.  Four 8-byte
- * counters of an mm as one counter array (mmcid_counter_create_many())
- * thus live in one 64-byte unit per cid: at four threads 256 bytes of
- * units, plus the context (128, with the set header) and the array's
- * header with its remote slot (128), 512 bytes in all, where per-CPU
- * counters take 4 * 8 * nr_possible bytes (2048 at 64 possible CPUs).
- * As four separate objects they pay four headers instead of one.
+ * one-word bitmap per set, under the context's lock, see mmcid_grain()),
+ * else in the embedded set0 if it is empty (its last member left; it then
+ * takes the new object's unit), else in a new set.  A set header holds
+ * block 0's pointer.  A dir of the other blocks' pointers comes with the
+ * first of them, so an mm whose cids stay below 8 has none.
+ *
+ * Four 8-byte counters of an mm as one counter array
+ * (mmcid_counter_create_many()) share one 64-byte unit per cid.  Block 0
+ * is 8 units, 512 bytes, with 8 or more possible CPUs.  The context with
+ * the set header is 128 bytes, the array's header with its remote slot
+ * 128.  So up to 8 cids cost 768 bytes in all.  Per-CPU counters take
+ * 4 * 8 * nr_possible bytes, 2048 at 64 possible CPUs.  Four separate
+ * objects pay four headers instead of one.
  *
  * Geometry.  Units are stride = unit bytes apart.  A block holds at most
  * L units, L the largest power of two with L * unit <= PAGE_SIZE and
@@ -82,76 +97,70 @@
  * not a page allocation: SLUB may back the 1k..4k buckets with order-3
  * slabs opportunistically and falls back to smaller orders, so no block
  * ever needs a high-order page), and an object's ready bits for a block
- * fit in one word.  Below L, blocks double: block 0 holds b0 = min(4, L)
+ * fit in one word.  Below L, blocks double: block 0 holds b0 = min(8, L)
  * cids, block k >= 1 holds [b0 << (k - 1), b0 << k); from cid L on, every
  * block holds L cids.  A mm whose largest cid ever used is c owns at most
  * max(b0, 2 * (c + 1)) units per set and never nr_cpu_ids of them unless
  * it used cid nr_cpu_ids - 1.  Memory follows the highest cid ever seen,
  * not the current one: a block, once allocated, stays until mm teardown
  * (or until the set's last object is destroyed), even when the cids it
- * covers are no longer used.  An object has one ready word per block:
- * block 0's in its header, the others (nr_cpu_ids / L of them, about;
- * one per cid for page-sized units) in an array allocated (kvcalloc())
- * with the object's first slot above block 0, as the set's dir is with
- * the set's first block above 0.  Slots are not initialised
- * when a block is allocated: the first use of a cid by each object runs
- * ops->init (or zeroes its range) and sets that object's ready bit, so a
- * range another object left behind is never seen.
+ * covers are no longer used.  On 7.x a cid up to num_possible_cpus() can
+ * show up briefly while an mm switches ownership mode; its block stays
+ * too.  An object has one ready word per block: block 0's in its header,
+ * the others (nr_cpu_ids / L of them, about; one per cid for page-sized
+ * units) in an array allocated (kvcalloc()) with the object's first slot
+ * above block 0, as the set's dir is with the set's first block above 0.
+ * Slots are not initialised when a block is allocated: the first use of
+ * a cid by each object runs ops->init (or zeroes its range) and sets that
+ * object's ready bit, so a range another object left behind is never
+ * seen.
  *
- * Access.  mmcid_pcpu_get() disables preemption and reads
- * task_mm_cid(current).  Disabled preemption, not migrate_disable() or a
- * local_lock_t, is what keeps a cid exclusive, on PREEMPT_RT as anywhere:
- * a preempted task keeps its cid only as its CPU's cid, which the
- * scheduler hands to the next thread of the mm that runs on that CPU (and
- * cid compaction may take it from a CPU that runs another mm and give it
- * to a thread elsewhere); only a running task owns its cid.  So a cid slot
- * is used with preemption disabled from get to put, on every kernel, like
- * this_cpu_ptr() under get_cpu().  The hot path (slot initialised) is a
- * few loads and one bit test: for a cid of block 0 on the object's first
- * line alone (fast.slot0 and fast.ready0), above it through the set's
- * dir and the object's ready words.  The counter's add goes
- * further: mmcid_counter_add() is inline in the public header (where
- * percpu_counter_add() calls out to percpu_counter_add_batch(); the bench
- * compares what a client calls, each with its own inlining) and, for a
- * cid of block 0 (every cid of a process
- * that runs at most four threads at a time), reads only the first line
- * of the object (struct mmcid_pcpu_fast: the mm, block 0's ready word,
- * the object's slot of cid 0 in block 0 and the unit size) around one
- * local64_add(); a higher cid, a first use or a missing block calls
- * __mmcid_counter_add_task().  fast.slot0 is stored by every owner that
- * initialises a slot of block 0, before its ready bit (the same value
- * each time: block 0 of a unit set never moves while a member can reach
- * it), so an adder that sees the bit with acquire ordering sees slot0.
- * A caller that is not a thread of the mm (a
- * kernel thread, including one that borrowed the mm with
- * kthread_use_mm(), a ptrace or get_user_pages_remote() style caller, a
- * thread that has already dropped its cid on exit) gets the remote slot
- * instead, under s->lock, a raw spinlock, with interrupts disabled.
- * Either way the caller is atomic between get and put, PREEMPT_RT
- * included: it must not sleep, allocate memory or take a sleeping lock
- * (mutex, and spinlock_t on PREEMPT_RT) there.  Readers
- * (mmcid_pcpu_for_each(), the counter's sum) visit every ready slot and
- * the remote slot under s->lock.
+ * Access.  mmcid_pcpu_get() disables preemption and reads the caller's
+ * cid with pn_task_mm_cid().  Disabled preemption, not migrate_disable()
+ * or a local_lock_t, keeps a cid exclusive, PREEMPT_RT included.  On 6.12
+ * a preempted task's cid stays with its CPU, which hands it to the next
+ * thread of the mm there.  On 7.x the same happens in per-CPU mode, and a
+ * cid in transit is dropped at switch-out.  Only a running task surely
+ * owns its cid.  So a cid slot is used with preemption disabled from get
+ * to put, like this_cpu_ptr() under get_cpu().
+ *
+ * The hot path (slot initialised) is a few loads and one bit test: for a
+ * cid of block 0 on the object's first line alone (fast.slot0 and
+ * fast.ready0), above it through the set's dir and the object's ready
+ * words.  The counter's add is inline in the public header.  For a cid of
+ * block 0 (cids 0..7: in steady state every thread of a process of up to
+ * 7 threads) it reads only the object's first line, struct
+ * mmcid_pcpu_fast, around one local64_add().  A higher cid, a first use
+ * or a missing block calls __mmcid_counter_add_task().  fast.slot0 is
+ * stored by every owner that initialises a slot of block 0, before its
+ * ready bit (the same value each time: block 0 of a unit set never moves
+ * while a member can reach it), so an adder that sees the bit with
+ * acquire ordering sees slot0.
+ *
+ * A caller that is not a thread of the mm gets the remote slot instead,
+ * under s->lock, a raw spinlock, with interrupts disabled.  That is a
+ * kernel thread, with kthread_use_mm() or not, a ptrace or
+ * get_user_pages_remote() style caller, or a thread without a cid: on
+ * exit, or on 7.x in per-CPU mode before its first switch-in.  Either way
+ * the caller is atomic between get and put, PREEMPT_RT included: it must
+ * not sleep, allocate memory or take a sleeping lock (mutex, and
+ * spinlock_t on PREEMPT_RT) there.  Readers (mmcid_pcpu_for_each(), the
+ * counter's sum) visit every ready slot and the remote slot under
+ * s->lock.
  *
  * Allocation.  Nothing is allocated inside that atomic section.  When the
  * cid's block is missing (or, above block 0, the set's dir or the
  * object's ready words), get leaves its preempt-disabled section,
- * allocates what is missing with preemption enabled and starts over (the cid may
- * have changed meanwhile; after MMCID_GROW_TRIES rounds it settles for the
- * remote slot).  It allocates only where that is allowed on every kernel:
+ * allocates what is missing with preemption enabled and starts over (the
+ * cid may have changed meanwhile; after MMCID_GROW_TRIES rounds it
+ * settles for the remote slot).  It allocates only where that is allowed on every kernel:
  * when the caller itself is preemptible (preemptible(): preemption and
  * interrupts enabled; on PREEMPT_RT that includes holding a spinlock_t),
  * whatever @gfp says.  A caller in atomic context (interrupt, softirq, raw
  * spinlock, disabled preemption or interrupts; on !PREEMPT_RT a spinlock_t
- * too) gets the remote slot; it must pass GFP_NOWAIT or GFP_ATOMIC (a
- * blocking mask there is a caller bug: with CONFIG_DEBUG_ATOMIC_SLEEP,
- * mmcid_might_sleep() at the start of get and of the counter's add
- * reports it on every call, and the grow path WARNs once and falls back
- * instead of sleeping; without that option only the paths that may
- * allocate call might_sleep_if(), so that the fast path of a blocking
- * caller does not become a voluntary preemption point, which
- * might_sleep() is on non-debug kernels and which would cost more than
- * the add itself):
+ * too) gets the remote slot; it must pass GFP_NOWAIT or GFP_ATOMIC.  A
+ * blocking mask there is a caller bug: mmcid_might_sleep() reports it on
+ * debug kernels, and the grow path WARNs once and falls back.
  * PREEMPT_RT forbids kmalloc() there even with GFP_ATOMIC (the slab
  * allocator takes sleeping locks), and under a raw spinlock or in a hard
  * interrupt PROVE_RAW_LOCK_NESTING reports those locks on every kernel.
@@ -178,12 +187,13 @@
  *    that use the storage from interrupts must update slots with
  *    interrupt-safe operations, as with this_cpu_ptr(); the counter uses
  *    local64_t).  The scheduler never gives one cid to two running tasks
- *    of an mm.  A task's cid changes while it is switched out (context
- *    switch, cid compaction) and, in its own context, in
- *    sched_mm_cid_exit_signals(), sched_mm_cid_before_execve() and
- *    sched_mm_cid_after_execve(); those run with preemption enabled and
- *    outside any get/put of ours, so within a get/put (preemption
- *    disabled) the cid cannot change.
+ *    of an mm.  A cid changes while its task is switched out, and in the
+ *    task's own context at exit and exec: sched_mm_cid_exit_signals() on
+ *    6.12, sched_mm_cid_exit() on 7.x, sched_mm_cid_before_execve() and
+ *    _after_execve() on both.  Those run preemptible, outside any get/put
+ *    of ours.  On 7.x other CPUs may flip the ONCPU and TRANSIT bits of a
+ *    running task's cid, which pn_task_mm_cid() masks off.  So within a
+ *    get/put the cid cannot change.
  *  - A slot is initialised exactly once: only the cid owner initialises,
  *    with interrupts disabled (so no interrupt on its CPU sees it half
  *    done), and test_and_set_bit() of the ready bit WARNs if anyone else
@@ -264,9 +274,13 @@
  * with smp_load_acquire().  A slot's ready bit is set with test_and_set_bit()
  * (fully ordered) after the slot was initialised, and read with
  * test_bit_acquire(), so a reader that sees the bit sees the initialised
- * slot.  The hand-over of a cid from one task to the next goes through the
- * scheduler's rq locks and the fully ordered cmpxchg on the mm's per-CPU
- * cid, which orders the old owner's slot updates before the new owner's.
+ * slot.  The hand-over of a cid orders the old owner's slot updates before
+ * the new owner's.  On 6.12 it goes through the rq locks and the fully
+ * ordered cmpxchg on the mm's per-CPU cid.  On 7.x the old owner drops
+ * the cid with clear_bit() on the mm's cid bitmap: at a switch after
+ * smp_mb__after_spinlock(), at exit or exec under mm_cid.mutex, which a
+ * fork that takes the cid holds too.  The new owner takes it with the
+ * fully ordered test_and_set_bit().
  * A ->release that worked on an object drops its reference with release
  * ordering; mmcid_pcpu_destroy() reads it back with acquire ordering
  * before freeing what ->release left.
@@ -293,40 +307,28 @@
  * mmu_notifier_synchronize() (pn_mmcid_exit()).
  *
  * Index source.  The exported accesses (mmcid_pcpu_get(), _get_nested(),
- * mmcid_counter_add(), _add_at(), _add_nested()) take the index from task_mm_cid()
- * only, with preemption disabled; a caller without a cid (a kernel
- * thread, an exiting thread, another mm) gets the remote slot.  Kernel
- * threads never own an mm_cid, kthread_use_mm() or not, so KUnit and the
- * harness, whose code runs in kernel threads, reach the cid slots through
- * __mmcid_pcpu_get() and __mmcid_counter_add() of internal/mmcid_pcpu.h
- * (not exported, compiled only with KUnit or the harness) with the CPU
- * number or a fixed cid as the index (enum mmcid_src).  The access code
- * is always inlined with the source as a constant, so the exported
- * instances contain no test branch: their fast path is the mm_cid read,
- * the block and ready-bit tests and, for the counter, the local64_add()
- * (the counter's inline block-0 path in the header reads task_mm_cid()
- * only).
+ * mmcid_counter_add(), _add_at(), _add_nested()) take the index from
+ * pn_task_mm_cid() only, with preemption disabled; a caller without a cid
+ * (a kernel thread, an exiting thread, another mm) gets the remote slot.
+ * Kernel threads never own an mm_cid, kthread_use_mm() or not, so KUnit
+ * and the harness, whose code runs in kernel threads, reach the cid slots
+ * through __mmcid_pcpu_get() and __mmcid_counter_add() of
+ * internal/mmcid_pcpu.h (not exported, compiled only with KUnit or the
+ * harness) with the CPU number or a fixed cid as the index (enum
+ * mmcid_src).  The access code is always inlined with the source as a
+ * constant, so the exported instances contain no test branch.
  *
- * Statistics.  mmcid_pcpu counts nothing on its fast paths (a get, a put,
- * an add), so CONFIG_PCPU_NEXT_STATS changes nothing here.  The one
- * statistic it keeps is slow-path and always on: the block allocations
- * attempted per object (s->grow_attempts; with the unit set's backoff
- * deadline u->grow_retry), read by KUnit through
- * mmcid_pcpu_grow_attempts().
- * Memory, slots and max_cid are not counters but computed from the
- * blocks themselves, exactly, with any configuration.
+ * Statistics.  None on the fast paths, so CONFIG_PCPU_NEXT_STATS changes
+ * nothing here.  The block allocations attempted per object
+ * (s->grow_attempts) are counted always, for KUnit.  Memory, slots and
+ * max_cid are computed from the blocks themselves, exactly.
  *
- * Files and dependencies.  This file is the library alone: it includes
- * kernel headers, <kunit/visibility.h>, the public header
- * <pcpu_next/mmcid_pcpu.h> (the client API) and the module's private
- * internal/core.h (pn_fault_hit(), the component init and exit) and
- * internal/mmcid_pcpu.h (the test entry points and KUnit-only accessors
- * above).  The stress and bench (test=mmcid of the control plane) and
- * the debugfs file pcpu_next/mmcid, through which user threads add to a
- * counter of their own mm for the selftests, are test code and live in
- * torture/mmcid_pcpu_torture.c (CONFIG_PCPU_NEXT_TORTURE); the KUnit
- * suite is kunit/mmcid_pcpu_kunit.c, and kunit/failnth_kunit.c runs the
- * API under fail-nth.
+ * Files.  This file is the library alone.  Besides kernel headers it
+ * includes the public <pcpu_next/mmcid_pcpu.h>, and the private
+ * internal/core.h and internal/mmcid_pcpu.h.  Test code lives elsewhere:
+ * the stress, bench and debugfs file pcpu_next/mmcid in
+ * torture/mmcid_pcpu_torture.c, KUnit in kunit/mmcid_pcpu_kunit.c and
+ * kunit/failnth_kunit.c.
  */
 
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
@@ -356,7 +358,6 @@
 #include "internal/core.h"
 #include "internal/mmcid_pcpu.h"
 
-#define MMCID_B0_SHIFT	2		/* block 0: up to 4 slots */
 #define MMCID_BLK_BYTES	PAGE_SIZE	/* bound on a block's slot array */
 /* Largest slot accepted: a page, at most 32 KiB (sizes are 16 bits). */
 #define MMCID_MAX_SLOT	min_t(size_t, PAGE_SIZE, SZ_32K)
@@ -384,8 +385,8 @@ struct mmcid_geo {
  * Storage objects of the mm own the same byte range [off, off + size) of
  * every unit: the per-CPU allocator's chunk layout, with cids for CPUs.
  * Block 0's pointer is here; the pointers of blocks 1 .. nblk - 1 are in
- * @dir, allocated with the first of those blocks (a process that never
- * runs more than four threads at a time has none).  The map has one bit
+ * @dir, allocated with the first of those blocks (an mm whose cids stay
+ * below 8 has none).  The map has one bit
  * per grain of the unit (mmcid_grain(): MMCID_GRAIN, or for units above
  * BITS_PER_LONG grains the power of two that brings them to at most
  * that many): an object bigger than a cache line has a set of its own
@@ -810,6 +811,16 @@ static void mmcid_units_init(struct mmcid_units *u, u32 unit)
 	u->grow_retry = 0;
 }
 
+/* A new unit set for @unit-byte units, not linked yet. */
+static struct mmcid_units *mmcid_units_alloc(u32 unit)
+{
+	struct mmcid_units *u = kzalloc(sizeof(*u), GFP_KERNEL_ACCOUNT);
+
+	if (u)
+		mmcid_units_init(u, unit);
+	return u;
+}
+
 /*
  * Drop the pin taken to free a set's blocks outside ctx->lock; the last
  * reference (pin or member) frees the set.
@@ -874,10 +885,9 @@ static int mmcid_units_join(struct mmcid_mm *ctx, u32 size,
 		}
 		spin_unlock(&ctx->lock);
 
-		fresh = kzalloc(sizeof(*fresh), GFP_KERNEL_ACCOUNT);
+		fresh = mmcid_units_alloc(unit);
 		if (!fresh)
 			return -ENOMEM;
-		mmcid_units_init(fresh, unit);
 	}
 found:
 	bitmap_set(&u->map, start, need);
@@ -1328,7 +1338,7 @@ EXPORT_SYMBOL_GPL(__mmcid_pcpu_create_in);
  * words, so that threads with those cids find their slot even when they
  * access it from atomic context, where anything missing sends them to
  * the remote slot.  The blocks and the dir are shared by every object of
- * the set, the ready words are @s's own: for cids 0 .. 3 (block 0) one
+ * the set, the ready words are @s's own: for cids 0 .. 7 (block 0) one
  * prepare serves the whole set, above them every object that is used
  * from atomic context needs its own (one counter array needs one).
  * What exists costs a load or two.  The allocations are charged as
@@ -1361,7 +1371,9 @@ EXPORT_SYMBOL_GPL(mmcid_pcpu_prepare);
  * The context check of an access that may allocate with @gfp: on debug
  * kernels (CONFIG_DEBUG_ATOMIC_SLEEP) at every access, fast path
  * included; elsewhere nothing here, and might_sleep_if() only where a
- * block is about to be allocated (mmcid_grow()'s caller).
+ * block is about to be allocated (mmcid_grow()'s caller).  On other
+ * kernels might_sleep() is a voluntary preemption point, which would make
+ * the fast path of a blocking caller cost more than the add itself.
  */
 static __always_inline void mmcid_might_sleep(gfp_t gfp)
 {
@@ -1497,6 +1509,7 @@ static void mmcid_init_slot(struct mmcid_pcpu *s, void *slot,
 
 /*
  * The cid to index with, or -1 for the remote slot.  Preemption is off.
+ * A negative cid, or one at or above nr_cpu_ids, means the remote slot.
  * Every exported access passes the constant MMCID_SRC_TASK, through
  * always-inlined code only, so its instance of this is the first case
  * alone; the chosen sources are compiled only into the test entry points
@@ -1512,7 +1525,8 @@ static __always_inline int mmcid_pick(struct mmcid_pcpu *s,
 		/*
 		 * Without CONFIG_SCHED_MM_CID this is the CPU number, which
 		 * is exclusive under preempt_disable() just the same.  A
-		 * thread that already gave its cid back (exit, exec) has -1.
+		 * thread without a cid reads a negative one: -1 on 6.12,
+		 * MM_CID_UNSET (INT_MIN) on 7.x.
 		 */
 		cid = pn_task_mm_cid(current);
 		break;
@@ -2463,7 +2477,7 @@ void *__mmcid_pcpu_get(struct mmcid_pcpu *s, struct mmcid_pcpu_ref *ref,
  *
  * Each source has its own instance of the add (the source a constant in
  * it), so MMCID_SRC_CPU runs the same fast path as a user thread's
- * mm_cid, with the CPU number read in place of task_mm_cid(): what the
+ * mm_cid, with the CPU number read in place of pn_task_mm_cid(): what the
  * bench measures.  Not exported.
  *
  * Context: See mmcid_counter_add().
@@ -2576,7 +2590,7 @@ int pn_mmcid_init(void)
  * Every storage object is destroyed by now (a client module holds a
  * reference on this one; the harness stopped first), but the last
  * mmu_notifier_put() of a context frees it later, through SRCU, with
- * mmcid_mm_free(), which is module code.  In 6.12
+ * mmcid_mm_free(), which is module code.  In 6.12 and 7.x
  * mmu_notifier_synchronize() is synchronize_srcu() on the notifiers'
  * SRCU: when it returns, no such callback runs any more.
  *

@@ -27,21 +27,31 @@
 #ifndef _PCPU_NEXT_INTERNAL_MMCID_PCPU_H
 #define _PCPU_NEXT_INTERNAL_MMCID_PCPU_H
 
+#include <linux/bits.h>
 #include <linux/gfp_types.h>
 #include <linux/lockdep_types.h>
 #include <linux/types.h>
 
 #include <pcpu_next/mmcid_pcpu.h>
 
+/*
+ * Block 0 holds 1 << MMCID_B0_SHIFT cids, fewer if a page or nr_cpu_ids
+ * is smaller.  The inline add reaches only block 0.  Four cids on 6.12,
+ * eight on 7.x, where a 4-thread process may keep cid 4 (compat.h).
+ * Here so that KUnit checks the same size.
+ */
+#define MMCID_B0_SHIFT	PN_MMCID_B0_SHIFT
+#define MMCID_B0	BIT(MMCID_B0_SHIFT)
+
 /**
  * enum mmcid_src - where an access takes its index from
- * @MMCID_SRC_TASK: task_mm_cid(current), read with preemption disabled;
+ * @MMCID_SRC_TASK: pn_task_mm_cid(current), read with preemption disabled;
  *	the remote slot for a caller that is not a thread of the storage's
  *	mm or has no cid.  The only source of the exported API.
  * @MMCID_SRC_CPU: the CPU number, read with preemption disabled: exclusive
  *	exactly like a real cid, and handed from task to task as tasks
- *	migrate, as a real cid is handed on at a context switch.  For
- *	kernel threads, which never own an mm_cid.
+ *	migrate, as a CPU-owned cid is at a context switch (6.12, and 7.x in
+ *	per-CPU mode).  For kernel threads, which never own an mm_cid.
  * @MMCID_SRC_FIXED: a cid the caller chooses and guarantees that nobody
  *	else uses at the same time.
  *

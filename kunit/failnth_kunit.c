@@ -1630,7 +1630,7 @@ static const struct fn_seq fn_mmcid_seq = {
 static void failnth_mmcid(struct kunit *test)
 {
 	/* block 0, again block 0, block 1, a block of 64, the last one */
-	const int cand[] = { 0, 1, 4, BITS_PER_LONG, (int)nr_cpu_ids - 1 };
+	const int cand[] = { 0, 1, MMCID_B0, BITS_PER_LONG, (int)nr_cpu_ids - 1 };
 	struct fn_mmcid *m = kunit_kzalloc(test, sizeof(*m), GFP_KERNEL);
 	unsigned int i, k;
 
@@ -1644,7 +1644,7 @@ static void failnth_mmcid(struct kunit *test)
 		if (k == m->nr_cids)
 			m->cids[m->nr_cids++] = cand[i];
 	}
-	if (nr_cpu_ids <= 4)
+	if (nr_cpu_ids <= MMCID_B0)
 		kunit_info(test, "%u CPU ids: every cid is in block 0, no growth\n",
 			   nr_cpu_ids);
 	fn_drive(test, &fn_mmcid_seq, m);

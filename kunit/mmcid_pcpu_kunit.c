@@ -153,6 +153,7 @@ static void mmcid_zero_on_first_use(struct kunit *test)
 /* Memory follows the highest cid used, in doubling blocks. */
 static void mmcid_growth(struct kunit *test)
 {
+	unsigned int b0 = min(MMCID_B0, nr_cpu_ids);
 	struct mm_struct *mm = kt_mm(test);
 	struct mmcid_pcpu_ref ref;
 	struct mmcid_pcpu *s;
@@ -169,11 +170,11 @@ static void mmcid_growth(struct kunit *test)
 	mmcid_pcpu_put(s, &ref);
 	mem1 = mmcid_pcpu_memory(s);
 	KUNIT_EXPECT_GT(test, mem1, mem0);
-	KUNIT_EXPECT_EQ(test, mmcid_pcpu_slots(s), min(4U, nr_cpu_ids));
+	KUNIT_EXPECT_EQ(test, mmcid_pcpu_slots(s), b0);
 	KUNIT_EXPECT_EQ(test, mmcid_pcpu_max_cid(s), 0);
 
 	/* Same block: no new memory. */
-	top = min(3U, nr_cpu_ids - 1);
+	top = b0 - 1;
 	kt_get(s, &ref, top);
 	mmcid_pcpu_put(s, &ref);
 	KUNIT_EXPECT_EQ(test, mmcid_pcpu_memory(s), mem1);
@@ -185,20 +186,20 @@ static void mmcid_growth(struct kunit *test)
 	mmcid_pcpu_put(s, &ref);
 	KUNIT_EXPECT_EQ(test, mmcid_pcpu_memory(s), mem1);
 
-	if (nr_cpu_ids > 4) {
+	if (nr_cpu_ids > b0) {
 		/* The next block doubles capacity, no more. */
-		kt_get(s, &ref, 4);
+		kt_get(s, &ref, b0);
 		mmcid_pcpu_put(s, &ref);
 		KUNIT_EXPECT_GT(test, mmcid_pcpu_memory(s), mem1);
-		KUNIT_EXPECT_EQ(test, mmcid_pcpu_slots(s), min(8U, nr_cpu_ids));
-		KUNIT_EXPECT_EQ(test, mmcid_pcpu_max_cid(s), 4);
+		KUNIT_EXPECT_EQ(test, mmcid_pcpu_slots(s), min(2 * b0, nr_cpu_ids));
+		KUNIT_EXPECT_EQ(test, mmcid_pcpu_max_cid(s), (int)b0);
 	}
 	/* Largest possible cid: capacity stays within twice the cids used. */
 	top = nr_cpu_ids - 1;
 	kt_get(s, &ref, top);
 	mmcid_pcpu_put(s, &ref);
 	KUNIT_EXPECT_EQ(test, mmcid_pcpu_max_cid(s), top);
-	KUNIT_EXPECT_LE(test, mmcid_pcpu_slots(s), max(4U, 2U * (top + 1)));
+	KUNIT_EXPECT_LE(test, mmcid_pcpu_slots(s), max(b0, 2U * (top + 1)));
 	KUNIT_EXPECT_GE(test, mmcid_pcpu_slots(s), (unsigned int)top + 1);
 
 	mmcid_pcpu_destroy(s);
@@ -287,6 +288,8 @@ static void mmcid_for_each(struct kunit *test)
  */
 static void mmcid_teardown(struct kunit *test)
 {
+	/* the last one above block 0 where nr_cpu_ids allows */
+	static const unsigned int cids[] = { 0, 3, MMCID_B0 + 2 };
 	struct mm_struct *mm = kt_mm(test);
 	struct mmcid_counter *c, *early;
 	unsigned int tries, first, len0;
@@ -302,8 +305,8 @@ static void mmcid_teardown(struct kunit *test)
 	KUNIT_ASSERT_FALSE(test, IS_ERR(c) || IS_ERR(early) || IS_ERR(raw));
 	fresh = mmcid_pcpu_memory(mmcid_counter_storage(c));
 
-	for (i = 0; i < 3; i++) {
-		cid = min_t(unsigned int, i * 3, nr_cpu_ids - 1);
+	for (i = 0; i < ARRAY_SIZE(cids); i++) {
+		cid = min(cids[i], nr_cpu_ids - 1);
 		__mmcid_counter_add(c, 10 + i, GFP_KERNEL, MMCID_SRC_FIXED,
 				    cid, NULL);
 		__mmcid_counter_add(early, 1, GFP_KERNEL, MMCID_SRC_FIXED, cid,
@@ -321,9 +324,9 @@ static void mmcid_teardown(struct kunit *test)
 	KUNIT_EXPECT_TRUE(test, mmcid_pcpu_mm_gone(raw));
 	KUNIT_EXPECT_EQ(test, mmcid_counter_sum(c), sum);
 	KUNIT_EXPECT_EQ(test, mmcid_pcpu_slots(mmcid_counter_storage(c)), 0U);
-	/* the header, and its ready words above block 0 if cid 6 was there */
+	/* the header, and its ready words if a cid above block 0 was used */
 	mmcid_pcpu_geo_block(SMP_CACHE_BYTES, nr_cpu_ids, 0, &first, &len0);
-	if (min(6U, nr_cpu_ids - 1) >= len0)
+	if (min(cids[2], nr_cpu_ids - 1) >= len0)
 		fresh += kmalloc_size_roundup(mmcid_pcpu_geo_blk(SMP_CACHE_BYTES,
 								 nr_cpu_ids - 1) *
 					      sizeof(long));
@@ -351,7 +354,8 @@ static void mmcid_teardown(struct kunit *test)
  * ready bit set, for two objects sharing the unit set (their slot0s a
  * few bytes apart in the same unit); a kernel thread's inline add goes
  * to the remote slot even with the mm attached and every slot of block 0
- * ready (its mm_cid is -1: kthread_use_mm() gives it none); the
+ * ready (its mm_cid reads negative, -1 on 6.12 and INT_MIN on 7.x:
+ * kthread_use_mm() gives it none); the
  * mm's teardown clears the ready word, so no inline add can reach the
  * folded slots any more.
  */
@@ -370,7 +374,7 @@ static void mmcid_fast_block0(struct kunit *test)
 	f = (const void *)mmcid_counter_storage(c);
 	g = (const void *)mmcid_counter_storage(d);
 	KUNIT_EXPECT_PTR_EQ(test, f->mm, mm);
-	KUNIT_EXPECT_EQ(test, f->nr0, min(4U, nr_cpu_ids));
+	KUNIT_EXPECT_EQ(test, f->nr0, min(MMCID_B0, nr_cpu_ids));
 	KUNIT_EXPECT_EQ(test, f->stride, (u32)SMP_CACHE_BYTES);
 	KUNIT_EXPECT_EQ(test, f->ready0, 0UL);
 
@@ -405,6 +409,59 @@ static void mmcid_fast_block0(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, mmcid_counter_sum(d), (s64)f->nr0);
 	mmcid_counter_destroy(c);
 	mmcid_counter_destroy(d);
+}
+
+/*
+ * No cid, on either allocator.  A kernel thread reads a negative cid,
+ * with the mm attached or not: -1 on 6.12, MM_CID_UNSET (INT_MIN) on
+ * 7.x.  As unsigned, which the inline add compares, it is beyond block 0.
+ * An index of such a value, or of a cid with a 7.x flag bit still set,
+ * gets the remote slot: nothing grows, and the sum stays exact.  An
+ * index that passed for a cid would grow a block, or write out of bounds.
+ */
+static void mmcid_no_cid(struct kunit *test)
+{
+	static const int cids[] = { -1, INT_MIN, INT_MIN | 1, (int)BIT(30),
+				    (int)BIT(29), (int)(BIT(30) | BIT(29) | 1) };
+	struct mm_struct *mm = kt_mm(test);
+	struct mmcid_pcpu_ref ref;
+	struct mmcid_counter *c;
+	struct mmcid_pcpu *s;
+	unsigned long retry;
+	unsigned int i;
+	s64 want = 0;
+	int cid;
+
+	if (IS_ENABLED(CONFIG_SCHED_MM_CID)) {
+		cid = pn_task_mm_cid(current);
+		KUNIT_EXPECT_LT(test, cid, 0);
+		KUNIT_EXPECT_GE(test, (unsigned int)cid, nr_cpu_ids);
+		kthread_use_mm(mm);
+		cid = pn_task_mm_cid(current);
+		kthread_unuse_mm(mm);
+		KUNIT_EXPECT_LT(test, cid, 0);
+	}
+
+	c = mmcid_counter_create(mm);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(c));
+	s = mmcid_counter_storage(c);
+	for (i = 0; i < ARRAY_SIZE(cids); i++) {
+		cid = __mmcid_counter_add(c, i + 1, GFP_KERNEL, MMCID_SRC_FIXED,
+					  cids[i], NULL);
+		KUNIT_EXPECT_EQ_MSG(test, cid, MMCID_PCPU_REMOTE, "cid %#x",
+				    cids[i]);
+		want += i + 1;
+		__mmcid_pcpu_get(s, &ref, GFP_KERNEL, MMCID_SRC_FIXED, cids[i]);
+		mmcid_pcpu_put(s, &ref);
+		KUNIT_EXPECT_EQ_MSG(test, ref.cid, MMCID_PCPU_REMOTE, "cid %#x",
+				    cids[i]);
+	}
+	KUNIT_EXPECT_EQ(test, mmcid_pcpu_slots(s), 0U);
+	KUNIT_EXPECT_EQ(test, mmcid_pcpu_grow_attempts(s, &retry), 0U);
+	KUNIT_EXPECT_EQ(test, mmcid_pcpu_max_cid(s), -1);
+	KUNIT_EXPECT_EQ(test, mmcid_counter_sum(c), want);
+	mmcid_counter_destroy(c);
+	mmput(mm);
 }
 
 /*
@@ -897,7 +954,7 @@ static u64 kt_life_use(struct mmcid_pcpu *s, int n)
 static void mmcid_fini_balance(struct kunit *test)
 {
 	struct mm_struct *mm = kt_mm(test);
-	int n = min_t(int, nr_cpu_ids, 8);
+	int n = min_t(int, nr_cpu_ids, 2 * MMCID_B0);	/* past block 0 */
 	struct kt_life life = {}, life2 = {};
 	struct mmcid_pcpu_ref ref;
 	struct mmcid_pcpu *s;
@@ -1163,8 +1220,8 @@ static void mmcid_shared_units(struct kunit *test)
 				       sizeof(u64), t, &mub);
 	KUNIT_EXPECT_EQ(test, all, model);
 	KUNIT_EXPECT_EQ(test, ub0, mub);
-	/* One unit set, one block: four cids' units. */
-	KUNIT_EXPECT_EQ(test, ub0, kmalloc_size_roundup(min(4U, nr_cpu_ids) *
+	/* One unit set, one block: block 0's units. */
+	KUNIT_EXPECT_EQ(test, ub0, kmalloc_size_roundup(min(MMCID_B0, nr_cpu_ids) *
 							SMP_CACHE_BYTES));
 	for (i = 0; i < ARRAY_SIZE(four); i++)
 		mmcid_pcpu_destroy(four[i]);
@@ -1201,9 +1258,9 @@ static const struct mmcid_pcpu_ops kt_dead_get_ops = {
  * the member folded second (release folds the newest object first), and
  * a cid slot handed out there would sit in a block freed right after.
  * (2) A small object never joins a set of bigger units: after the big
- * object left, four cids of an 8-byte object cost four cache lines, not
- * four pages.  (3) A 16-byte object after an 8-byte one is 16-byte
- * aligned.
+ * object left, four cids of an 8-byte object cost block 0 of cache
+ * lines, not of pages.  (3) A 16-byte object after an 8-byte one is
+ * 16-byte aligned.
  */
 static void mmcid_shared_mends(struct kunit *test)
 {
@@ -1233,7 +1290,8 @@ static void mmcid_shared_mends(struct kunit *test)
 		mmcid_pcpu_put(small, &ref);
 	}
 	mmcid_pcpu_mm_memory(small, &ub);
-	KUNIT_EXPECT_EQ(test, ub, kmalloc_size_roundup(t * SMP_CACHE_BYTES));
+	KUNIT_EXPECT_EQ(test, ub, kmalloc_size_roundup(min(MMCID_B0, nr_cpu_ids) *
+						       SMP_CACHE_BYTES));
 
 	a8 = mmcid_pcpu_create(mm, 8, NULL, NULL);
 	a16 = mmcid_pcpu_create(mm, 16, NULL, NULL);
@@ -1326,9 +1384,10 @@ static void mmcid_shared_teardown_race(struct kunit *test)
  * cid counts up to 8192 (the VM lanes have nr_cpu_ids = 4, which never
  * reaches the switch from doubling blocks to blocks of L): blocks tile
  * [0, ncids) without gap or overlap, mmcid_blk_of() agrees with
- * first/len for every cid, block 0 holds min(4, L), blocks double below L
- * and hold L from cid L on, no block exceeds L slots or PAGE_SIZE bytes,
- * and capacity up to any cid c stays within max(b0, 2 * (c + 1)).
+ * first/len for every cid, block 0 holds min(MMCID_B0, L), blocks
+ * double below L and hold L from cid L on, no block exceeds L slots or
+ * PAGE_SIZE bytes, and capacity up to any cid c stays within
+ * max(b0, 2 * (c + 1)).
  */
 static void mmcid_geometry(struct kunit *test)
 {
@@ -1336,8 +1395,8 @@ static void mmcid_geometry(struct kunit *test)
 		SMP_CACHE_BYTES, 2 * SMP_CACHE_BYTES, 3 * SMP_CACHE_BYTES,
 		1024, PAGE_SIZE / 2 + SMP_CACHE_BYTES, PAGE_SIZE / 2,
 		PAGE_SIZE };
-	static const unsigned int ncids[] = { 1, 3, 4, 5, 63, 64, 65, 100,
-					      1000, 4096, 8191, 8192 };
+	static const unsigned int ncids[] = { 1, 3, 4, 5, 8, 9, 63, 64, 65,
+					      100, 1000, 4096, 8191, 8192 };
 	unsigned int i, j, k, cid, first, len, next, nblk, l, b0, bad;
 
 	for (i = 0; i < ARRAY_SIZE(strides); i++) {
@@ -1345,7 +1404,7 @@ static void mmcid_geometry(struct kunit *test)
 
 		l = rounddown_pow_of_two(min_t(unsigned int, PAGE_SIZE / stride,
 					       BITS_PER_LONG));
-		b0 = min(4U, l);
+		b0 = min(MMCID_B0, l);
 		for (j = 0; j < ARRAY_SIZE(ncids); j++) {
 			unsigned int n = ncids[j];
 
@@ -1388,7 +1447,7 @@ static void mmcid_geometry(struct kunit *test)
 /*
  * An owned context (no mmu_notifier, the mm lifecycle's own hooks):
  * objects created in it share one unit set; prepare allocates block 0
- * once, for every member, so an atomic caller with cid 0..3 finds its
+ * once, for every member, so an atomic caller with any cid of it finds its
  * slot; mmcid_mm_release() folds every member exactly like ->release
  * (sums unchanged, no cid slot left, later adds go to the remote slot);
  * creating after release, with a NULL context or a bad size fails with
@@ -1418,10 +1477,8 @@ static void mmcid_owned_ctx(struct kunit *test)
 	for (i = 0; i < 4; i++) {
 		cid = __mmcid_counter_add(c[i], i + 1, GFP_NOWAIT,
 					  MMCID_SRC_FIXED,
-					  min_t(unsigned int, 3, nr_cpu_ids - 1),
-					  NULL);
-		KUNIT_EXPECT_EQ(test, cid, (int)min_t(unsigned int, 3,
-						      nr_cpu_ids - 1));
+					  min(MMCID_B0, nr_cpu_ids) - 1, NULL);
+		KUNIT_EXPECT_EQ(test, cid, (int)min(MMCID_B0, nr_cpu_ids) - 1);
 	}
 	local_irq_restore(flags);
 	for (i = 0; i < 4; i++) {
@@ -1618,14 +1675,14 @@ static size_t kt_unit_bytes(unsigned int unit, unsigned int n)
  * cleared under the context's lock) and the next object of any size
  * takes it, with that object's unit; the other sets are unaffected.
  * An object that reused it with old block or dir pointers left behind
- * would write into freed memory (KASAN; the debug lane has 8 possible
- * CPUs, so cids above block 0 and the dir are used) or see another
- * object's bytes.
+ * would write into freed memory (KASAN; with more than MMCID_B0 possible
+ * CPUs, cids above block 0 and the dir are used) or see another object's
+ * bytes.
  */
 static void mmcid_set0_reuse(struct kunit *test)
 {
 	const unsigned int line = SMP_CACHE_BYTES;
-	unsigned int n = min(6U, nr_cpu_ids);
+	unsigned int n = min(MMCID_B0 + 2, nr_cpu_ids);
 	struct mm_struct *mm = kt_mm(test);
 	struct mmcid_pcpu *a, *b, *c, *d;
 	size_t ub;
@@ -1701,6 +1758,7 @@ static struct kunit_case mmcid_cases[] = {
 	KUNIT_CASE(mmcid_for_each),
 	KUNIT_CASE(mmcid_teardown),
 	KUNIT_CASE(mmcid_fast_block0),
+	KUNIT_CASE(mmcid_no_cid),
 	KUNIT_CASE(mmcid_nonblocking_grow),
 	KUNIT_CASE(mmcid_atomic_caller),
 	KUNIT_CASE(mmcid_block_bound),

@@ -17,6 +17,9 @@
 #   stock-rt the same on Debian's PREEMPT_RT kernel (linux-image-*-rt-amd64)
 #   stock72  the same on Debian's own 7.2 image (sid), the module built
 #            against linux-source-7.2 prepared with that image's config
+#   The test kernels (debug, rt, kunitpy, rss) are built from Debian's
+#   linux-source-7.2; Debian's 6.12 keeps the build, stock and stock-rt
+#   lanes.
 #   debug    the debug kernel (KASAN, lockdep with PROVE_RAW_LOCK_NESTING,
 #            kmemleak, fault injection for fail-nth), 4 online of 8
 #            possible CPUs: KUnit at
@@ -24,7 +27,7 @@
 #            rmmod, rmmod during a run and during a fuzzing storm, kmemleak
 #   rt       a PREEMPT_RT kernel from the same source with KCSAN, lockdep
 #            (PROVE_RAW_LOCK_NESTING), DEBUG_ATOMIC_SLEEP, kmemleak, KUnit,
-#            fault injection (scripts/rt.config), 4 online of 8 possible
+#            fault injection (scripts/rt.config), 4 online of 16 possible
 #            CPUs: the debug lane's guest script
 #   kunitpy  kunit.py run --arch=x86_64 with the module built in, -smp 4
 #   bench    every benchmark on Debian's kernel, 4 online CPUs, then 4
@@ -96,19 +99,19 @@ for lane in $lanes; do
 	stock) run_vm stock stock 2 2 stock.sh ;;
 	stock-rt) run_vm stock-rt stock-rt 2 2 stock.sh ;;
 	stock72) run_vm stock72 stock72 2 2 stock.sh ;;
-	# 4 online of 8 possible: nr_cpu_ids 8, so KASAN watches mm_cid
+	# 4 online of 16 possible: nr_cpu_ids 16, so KASAN watches mm_cid
 	# storage grow past its first block (its dir and ready words) too.
-	debug) run_vm debug debug 4 8 debug.sh ;;
+	debug) run_vm debug debug 4 16 debug.sh ;;
 	kselftest) run_vm kselftest debug 4 4 kselftest.sh ;;
 	hotplug) run_vm hotplug debug 4 4 hotplug.sh ;;
 	cycles) run_vm cycles debug 4 4 cycles.sh kunit.enable=0 ;;
 	rt)
-		# 4 online of 8 possible: nr_cpu_ids 8, so mm_cid storage grows
+		# 4 online of 16 possible: nr_cpu_ids 16, so mm_cid storage grows
 		# past its first block (fail-nth reaches block growth) and the
 		# per-CPU code sees possible CPUs that never came online.
 		bash "$REPO/scripts/kernel.sh" "$REPO/scripts/rt.config" >/dev/null ||
 			die "rt kernel build"
-		run_vm rt rt 4 8 debug.sh
+		run_vm rt rt 4 16 debug.sh
 		;;
 	kunitpy)
 		echo "== lane kunitpy: kunit.py run --arch=x86_64 --qemu_args='-smp 4'"

@@ -41,6 +41,13 @@ if [ -e "$bdir/.prepared" ]; then
 	echo "$bdir"
 	exit 0
 fi
+mkdir -p "$(dirname "$bdir")"
+exec 9>"$bdir.lock"
+flock 9
+if [ -e "$bdir/.prepared" ]; then
+	echo "$bdir"
+	exit 0
+fi
 src=$(ksrc)
 rm -rf "$bdir" && mkdir -p "$bdir"
 log=$bdir/prepare.log

@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Build (once) the debug test kernel from Debian's linux-source-6.12:
+# Build (once) a test kernel from Debian's linux-source-7.2 (scripts/lib.sh
+# ksrc; KSRC_SERIES=6.12 for linux-source-6.12):
 # allnoconfig + scripts/debug.config.  The build directory is cached under
 # $CACHE/kbuild/<source version>-<config hash>, so a rerun with the same
 # source and fragment does not rebuild.  Prints the build directory.
@@ -18,6 +19,14 @@ if [ -e "$bdir/.built" ]; then
 	exit 0
 fi
 mkdir -p "$bdir"
+# One build per directory: a second caller waits for the first, then
+# finds the kernel built.
+exec 9>"$bdir.lock"
+flock 9
+if [ -e "$bdir/.built" ]; then
+	echo "$bdir"
+	exit 0
+fi
 log="$bdir/build.log"
 {
 	make -C "$src" O="$bdir" allnoconfig

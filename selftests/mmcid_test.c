@@ -9,19 +9,31 @@
  * rseq area (glibc registers it; mm_cid is the u32 at offset 24 of struct
  * rseq).  The two are compared only when nothing moved: cpu_id and mm_cid
  * read before and after the write are equal, and the kernel ran the add
- * on that CPU.  Then: the final sum is exact, no cid ever reaches the
- * number of allowed CPUs, and the slots the kernel allocated follow the
- * largest cid (at most max(4, 2 * (largest + 1))).
+ * on that CPU.  Then: the final sum is exact, cids stay within the
+ * scheduler's bounds, and the slots the kernel allocated follow the
+ * largest cid (at most max(8, 2 * (largest + 1))).
  *
- * The bound min(N, allowed CPUs) holds for the scheduler's steady state
- * only: in 6.12 a CPU keeps the cid of a thread that left it (lazy put)
- * until a migration steals it back or the periodic scan (every 100 ms,
- * run from the tick of a thread of the mm) frees it, so right after
- * threads move (pinning) a third cid can appear in a 2-thread process
- * (observed under QEMU).  So after the K adds the threads alternate a few
- * ms of spinning (ticks: scans) and sleeping (CPUs let go of their cids)
- * and add 0 until every thread's latest cid is below min(N, allowed), for
- * up to about 3 s, and the test demands that this happens.
+ * The bounds depend on who owns a cid, which a probe finds out first.
+ * Two threads take turns on one CPU.  If the second one shows the
+ * first one's cid, the CPU owns cids: 6.12, or 7.x in per-CPU mode.  If
+ * it shows its own, tasks own them from fork to exit: 7.x.
+ *
+ * CPU-owned, 6.12: a cid is below the allowed CPUs, always.  Settled, it
+ * is below min(N, allowed).  Right after threads move, a CPU keeps the
+ * cid of a thread that left it until the 100 ms scan frees it.  So a
+ * third cid can show up in a 2-thread process for a while.
+ *
+ * Task-owned, 7.x: a cid is below the possible CPUs, always.  Settled, it
+ * is below max_cids = min(opt + opt / 4, possible), opt = min(N, P).  P,
+ * the mm's allowed CPUs, is at most the possible CPUs, so that is used.
+ * At 4 of 64 possible CPUs, 8 threads may hold cids up to 9.  With N at
+ * most the allowed CPUs, the mm stays in per-task mode, and the N
+ * settled cids must all differ.
+ *
+ * To settle, after the K adds the threads alternate a few ms of spinning
+ * and sleeping.  Ticks run 6.12's scan; switch-ins let 7.x move a cid
+ * below max_cids.  They add 0 until every thread's latest cid is below
+ * the bound, for up to about 3 s.  The test demands that this happens.
  *
  * Every TEST runs in its own forked process, hence its own mm and its own
  * counter in the module.
@@ -31,6 +43,7 @@
 #include <stdint.h>
 #include <sys/rseq.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 
 #include "kselftest_harness.h"
@@ -39,11 +52,13 @@
 #define MMCID_FILE	PN_DIR "/mmcid"
 #define ADDS		300
 #define SETTLE_ROUNDS	400	/* of about 8 ms each */
+/* cids in block 0: MMCID_B0 of the module, by the kernel's allocator */
+#define BLOCK0(owner)	((owner) == MC_TASK_OWNED ? 8 : 4)
 
 /* Shared by the threads of one run (one run per forked test process). */
 static pthread_barrier_t mc_barrier;
 static int mc_last[8];		/* each thread's latest cid in the settle loop */
-static int mc_bound;		/* min(N, allowed CPUs) */
+static int mc_bound;		/* settled cids are below it */
 static int mc_n;
 static int mc_settled;
 
@@ -84,6 +99,88 @@ static uint32_t mc_rseq_read(unsigned int off)
 static int mc_rseq_ok(void)
 {
 	return __rseq_size > 0 && (int32_t)mc_rseq_read(RSEQ_CPU_ID) >= 0;
+}
+
+/* The number of possible CPUs, from a list such as "0-63" or "0-3,8-11". */
+static int mc_possible(void)
+{
+	FILE *f = fopen("/sys/devices/system/cpu/possible", "r");
+	int n = 0, a, b, len;
+	char buf[256], *p;
+
+	if (!f)
+		return -1;
+	p = fgets(buf, sizeof(buf), f);
+	fclose(f);
+	while (p && *p && *p != '\n') {
+		if (sscanf(p, "%d%n", &a, &len) != 1)
+			return -1;
+		p += len;
+		b = a;
+		if (*p == '-' && sscanf(p + 1, "%d%n", &b, &len) == 1)
+			p += 1 + len;
+		if (b < a)
+			return -1;
+		n += b - a + 1;
+		if (*p == ',')
+			p++;
+	}
+	return n;
+}
+
+enum mc_owner { MC_CPU_OWNED, MC_TASK_OWNED, MC_PROBE_FAILED };
+
+static const char *const mc_owner_name[] = { "cpu", "task", "?" };
+
+static void *mc_probe_thread(void *arg)
+{
+	*(int *)arg = (int32_t)mc_rseq_read(RSEQ_MM_CID);
+	return NULL;
+}
+
+/*
+ * The probe, in a child process pinned to @cpu.  Three times: read this
+ * thread's cid, start a thread, and wait for it.  The new thread runs
+ * only while this one is off the CPU.  A CPU-owned cid is handed on to
+ * it; a task-owned one never is.  Exits with an enum mc_owner.
+ */
+static void mc_probe_child(int cpu)
+{
+	int i, mine, other, shared = 0;
+	pthread_t tid;
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set))
+		_exit(MC_PROBE_FAILED);
+	for (i = 0; i < 3; i++) {
+		usleep(1000);
+		mine = (int32_t)mc_rseq_read(RSEQ_MM_CID);
+		other = -1;
+		if (pthread_create(&tid, NULL, mc_probe_thread, &other) ||
+		    pthread_join(tid, NULL) || mine < 0 || other < 0)
+			_exit(MC_PROBE_FAILED);
+		shared |= other == mine;
+	}
+	_exit(shared ? MC_CPU_OWNED : MC_TASK_OWNED);
+}
+
+/* Who owns a cid on this kernel: see the top of the file. */
+static enum mc_owner mc_probe(int cpu)
+{
+	int status;
+	pid_t pid;
+
+	pid = fork();
+	if (pid < 0)
+		return MC_PROBE_FAILED;
+	if (!pid)
+		mc_probe_child(cpu);
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+	    WEXITSTATUS(status) > MC_PROBE_FAILED)
+		return MC_PROBE_FAILED;
+	return WEXITSTATUS(status);
 }
 
 /* One add through fd; 0 and *r filled, or -errno. */
@@ -217,8 +314,10 @@ static void *mc_worker(void *arg)
  */
 static void mc_run(struct __test_metadata *_metadata, int n, bool pinned)
 {
-	int allowed, bound, i, cpus[CPU_SETSIZE], ncpu = 0;
+	int allowed, possible, bound, always, opt, i, j, cpus[CPU_SETSIZE], ncpu = 0;
 	struct mc_thread th[8] = {};
+	int owner;		/* enum mc_owner */
+	int settled, same = 0;
 	long long expect = 0;
 	struct mc_result r;
 	int max_cid = -1, max_slotcid = -1, fd;
@@ -235,7 +334,20 @@ static void mc_run(struct __test_metadata *_metadata, int n, bool pinned)
 		if (CPU_ISSET(i, &set))
 			cpus[ncpu++] = i;
 	allowed = ncpu;
-	bound = n < allowed ? n : allowed;
+	possible = mc_possible();
+	ASSERT_LE(allowed, possible) TH_LOG("possible CPUs: %d", possible);
+	owner = mc_probe(cpus[0]);
+	ASSERT_NE(MC_PROBE_FAILED, owner) TH_LOG("the cid owner probe failed");
+	if (owner == MC_TASK_OWNED) {
+		/* 7.x: max_cids for P = possible, the largest P can be */
+		opt = n < possible ? n : possible;
+		bound = opt + opt / 4 < possible ? opt + opt / 4 : possible;
+		always = possible;
+	} else {
+		/* 6.12: a CPU holds at most one cid of the mm */
+		bound = n < allowed ? n : allowed;
+		always = allowed;
+	}
 	mc_bound = bound;
 	mc_n = n;
 	ASSERT_EQ(0, pthread_barrier_init(&mc_barrier, NULL, n));
@@ -293,23 +405,32 @@ static void mc_run(struct __test_metadata *_metadata, int n, bool pinned)
 	close(fd);
 	EXPECT_EQ(expect, r.sum);
 
-	TH_LOG("threads=%d pinned=%d allowed=%d stable=%u/%d largest_cid=%d (bound %d) settled_after=%d rounds slots=%u mem=%lu",
-	       n, pinned, allowed, stable, n * ADDS, max_cid, bound, th[0].rounds,
-	       slots, mem);
+	settled = __atomic_load_n(&mc_settled, __ATOMIC_RELAXED);
+	/* Per-task mode for sure: the settled cids are n different ones. */
+	if (owner == MC_TASK_OWNED && n <= allowed && settled)
+		for (i = 0; i < n; i++)
+			for (j = i + 1; j < n; j++)
+				same += mc_last[i] >= 0 && mc_last[i] == mc_last[j];
+
+	TH_LOG("threads=%d pinned=%d allowed=%d possible=%d owner=%s stable=%u/%d largest_cid=%d (bound %d, always below %d) settled_after=%d rounds slots=%u mem=%lu",
+	       n, pinned, allowed, possible, mc_owner_name[owner], stable,
+	       n * ADDS, max_cid, bound, always, th[0].rounds, slots, mem);
 	/* Most adds see no migration; demand a good share, not all. */
 	EXPECT_LE(n * ADDS / 4, (int)stable);
 	EXPECT_LE(0, max_cid);
-	/* Always: a CPU holds at most one cid of the mm. */
-	EXPECT_GT(allowed, max_cid);
-	EXPECT_GT(allowed, r.maxcid);
-	/* Steady state: every thread's cid below min(threads, allowed CPUs). */
-	EXPECT_EQ(1, __atomic_load_n(&mc_settled, __ATOMIC_RELAXED))
+	/* Always: below the allowed CPUs (6.12), the possible ones (7.x). */
+	EXPECT_GT(always, max_cid);
+	EXPECT_GT(always, r.maxcid);
+	/* Steady state: every thread's cid below the bound. */
+	EXPECT_EQ(1, settled)
 		TH_LOG("cids did not come below %d within %d rounds", bound,
 		       SETTLE_ROUNDS);
+	EXPECT_EQ(0, same) TH_LOG("%d pairs of threads shared a task-owned cid", same);
 	pthread_barrier_destroy(&mc_barrier);
-	/* Memory follows the largest cid, in doubling blocks from 4 slots. */
+	/* Memory follows the largest cid, in doubling blocks from block 0. */
 	EXPECT_LE(r.maxcid + 1, (int)r.slots);
-	EXPECT_GE(r.maxcid < 2 ? 4 : 2 * (r.maxcid + 1), (int)r.slots);
+	EXPECT_GE(2 * (r.maxcid + 1) > BLOCK0(owner) ? 2 * (r.maxcid + 1) : BLOCK0(owner),
+		  (int)r.slots);
 	EXPECT_LT(0UL, r.mem);
 }
 

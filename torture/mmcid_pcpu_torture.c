@@ -5,11 +5,12 @@
  * a counter of their own mm (the selftests' way in to the real cid path).
  *
  * A kernel thread never owns an mm_cid, not even with an mm attached by
- * kthread_use_mm() (copy_mm() gives a kernel thread no cid, and
- * kthread_use_mm() does not make one active), so the control plane's
- * workers cannot take the real cid path: the selftest
- * (selftests/mmcid_test.c) drives that from user threads through the
- * debugfs file below.  What the stress exercises honestly here:
+ * kthread_use_mm().  Fork gives it none, and kthread_use_mm() does not
+ * make one active; its cid reads -1 on 6.12, MM_CID_UNSET (INT_MIN) on
+ * 7.x.  So the control plane's workers cannot take the real cid path:
+ * the selftest (selftests/mmcid_test.c) drives that from user threads
+ * through the debugfs file below.  What the stress exercises honestly
+ * here:
  *  - remote adds from kthreads that borrowed the test mm with
  *    kthread_use_mm() (current->mm matches, but no cid) and from kthreads
  *    without an mm: every one must land in the remote slot;
@@ -36,9 +37,10 @@
  * the counter's sum accounts for every add.  It then prints the memory of
  * a four-counter array, of four 8-byte objects and of one cache-line
  * object with cids 0..T-1 used, for T up to nr_cpu_ids, against per-CPU
- * memory for every possible CPU (targets for the array at 4 threads and
- * 64 possible CPUs: the cid units at most 1/8 of it, every byte at most
- * 1/4), and the size of the per-mm context all objects of an mm share.
+ * memory for every possible CPU (scripts/headline.py judges the array
+ * at 4 threads and 64 possible CPUs: block 0 of 8 cids makes the units
+ * 1/4 of it, every byte 3/8), and the size of the per-mm context all
+ * objects of an mm share.
  *
  * The test mm is a fresh mm_alloc() when the kernel exports it (it does
  * so for KUnit builds); otherwise (stock kernel) the run uses the mm of

@@ -11,6 +11,7 @@
  *   mm_cid of a thread           t->mm_cid         t->mm_cid.cid, with
  *                                                  ONCPU/TRANSIT bits (6.19)
  *   cid of a kthread or exited   -1                MM_CID_UNSET, INT_MIN (6.19)
+ *   cids of a 4-thread process   0..3              0..4 kept for good (6.19)
  */
 #ifndef _PCPU_NEXT_COMPAT_H
 #define _PCPU_NEXT_COMPAT_H
@@ -29,6 +30,19 @@
 
 #if LINUX_VERSION_CODE < KERNEL_VERSION(6, 16, 0)
 #define timer_container_of(var, timer, field)	from_timer(var, timer, field)
+#endif
+
+/*
+ * mmcid_pcpu's block 0, the cids its inline add reaches.  6.12 hands a
+ * CPU's cid to whichever thread of the mm runs there, so a 4-thread
+ * process uses cids 0..3.  Since 6.19 a task keeps its cid; the bound is
+ * users + users / 4, so such a process may hold cid 4 for good.  Five
+ * 64-byte units cost what eight do (kmalloc-512): block 0 is 8 cids.
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 19, 0)
+#define PN_MMCID_B0_SHIFT	3
+#else
+#define PN_MMCID_B0_SHIFT	2
 #endif
 
 /**

@@ -2,7 +2,8 @@
 /*
  * Per-mm storage indexed by the rseq concurrency id (mm_cid) instead of the
  * CPU number: a process with T threads on a machine with C possible CPUs
- * needs about min(T, C) slots, not C.  See mmcid_pcpu.c for the design;
+ * needs about min(T, C) slots, a quarter more on 7.x, not C.  See
+ * mmcid_pcpu.c for the design and for how 6.12 and 7.x hand out cids;
  * the out-of-line functions are documented (kernel-doc) where they are
  * defined, the inline counter add here.
  *
@@ -47,7 +48,7 @@ struct mmcid_counter;
  * @nr: counters in the array of a counter (its slot's local64_t words),
  *	0 for other storage; the inline add goes out of line (which
  *	refuses it) for an index at or above it
- * @nr0: cids in block 0 (at most 4)
+ * @nr0: cids in block 0 (at most 8)
  * @dead: library state, not read here: the mm was torn down (set under
  *	  the object's lock, read without it by the allocation path)
  * @folded: library state, not read here: teardown folded the cid slots
@@ -55,8 +56,8 @@ struct mmcid_counter;
  *
  * The first member of every storage object, on its first cache line,
  * so that mmcid_counter_add() can inline the path of a thread whose cid
- * is in block 0 (every thread of a process that runs at most four at a
- * time) without a call (percpu_counter_add() calls out to
+ * is in block 0 (cids 0..7: in steady state every thread of a process of
+ * up to 7 threads) without a call (percpu_counter_add() calls out to
  * percpu_counter_add_batch()).  Not API: read only by the inline
  * functions below, written only by mmcid_pcpu.c.  Its layout is part of
  * the ABI of those inline functions: __mmcid_counter_add_task() takes it
@@ -298,16 +299,23 @@ static inline s64 mmcid_counter_sum(struct mmcid_counter *c)
 
 /*
  * The inline part of the counter's add: the caller's cid slot when the
- * cid is in block 0 and the slot is initialised.  With CONFIG_SCHED_MM_CID
- * in 6.12 a task has a cid of an mm only while it runs as a user thread of
- * it: kernel threads are created with -1 and never get one,
- * kthread_use_mm() or not (init_task keeps 0, but has no mm), exec and
- * exit drop it before the mm changes; so the mm test and the cid bound
- * are the whole "is this a thread of the mm" check;
- * without it task_mm_cid() is the CPU number and everything goes through
- * __mmcid_counter_add_task(), which tells kernel threads apart.  The
- * ready bit is read with acquire ordering before @slot0, which was set
- * before any ready bit.
+ * cid is in block 0 and the slot is initialised.
+ *
+ * With CONFIG_SCHED_MM_CID only a user thread of an mm has a cid of it.
+ * Kernel threads never get one, kthread_use_mm() or not.  Exit and exec
+ * drop it before the mm changes.  A task without a cid reads -1 on 6.12,
+ * MM_CID_UNSET (INT_MIN) on 7.x.  Both are huge as unsigned, so they fail
+ * the bound.  So the mm test and the cid bound are the whole "is this a
+ * thread of the mm" check.
+ *
+ * Without CONFIG_SCHED_MM_CID the cid is the CPU number, and everything
+ * goes through __mmcid_counter_add_task(), which tells kernel threads
+ * apart.
+ *
+ * The ready bit is read with acquire ordering before @slot0, which was
+ * set before any ready bit.  pn_task_mm_cid() is a marked load: on 7.x
+ * other CPUs write flag bits of a running task's cid.  The other fields
+ * read here are written only by mmcid_pcpu.c.
  */
 static __always_inline int __mmcid_counter_add_inline(struct mmcid_counter *c,
 						      unsigned int idx,
