@@ -42,9 +42,9 @@
  *   struct mmcid_units (set0, or kzalloc)
  *   +----------------------------+    blocks (kmalloc, on demand, <= PAGE_SIZE)
  *   | unit = 64 bytes, map, ...  |
- *   | blk0 ------------------------> | cid 0 unit | cid 1 unit | .. cid 7 |
+ *   | blk0 ------------------------> | cid 0 unit | cid 1 unit | .. b0 - 1 |
  *   | dir (with the first block  |
- *   |  above 0) --> [blk 1] ------> | cid 8 unit | .. cid 15 unit | doubling
+ *   |  above 0) --> [blk 1] ------> | cid b0 unit | .. 2 b0 - 1 | doubling
  *   |               [blk 2] ...  |   ...                       then L each
  *   +----------------------------+
  *   a unit (one cid):  [ obj A 8 B | obj B 8 B | obj C 16 B | free ...    ]
@@ -80,15 +80,16 @@
  * else in the embedded set0 if it is empty (its last member left; it then
  * takes the new object's unit), else in a new set.  A set header holds
  * block 0's pointer.  A dir of the other blocks' pointers comes with the
- * first of them, so an mm whose cids stay below 8 has none.
+ * first of them, so an mm whose cids stay in block 0 has none.
  *
  * Four 8-byte counters of an mm as one counter array
  * (mmcid_counter_create_many()) share one 64-byte unit per cid.  Block 0
- * is 8 units, 512 bytes, with 8 or more possible CPUs.  The context with
- * the set header is 128 bytes, the array's header with its remote slot
- * 128.  So up to 8 cids cost 768 bytes in all.  Per-CPU counters take
- * 4 * 8 * nr_possible bytes, 2048 at 64 possible CPUs.  Four separate
- * objects pay four headers instead of one.
+ * is b0 units: 4 on 6.12, 8 on 7.x (compat.h), fewer on small machines.
+ * The context with the set header is 128 bytes, the array's header with
+ * its remote slot 128.  So an array whose cids stay in block 0 costs 512
+ * bytes in all on 6.12, 768 on 7.x.  Per-CPU counters take 4 * 8 *
+ * nr_possible bytes, 2048 at 64 possible CPUs.  Four separate objects pay
+ * four headers instead of one.
  *
  * Geometry.  Units are stride = unit bytes apart.  A block holds at most
  * L units, L the largest power of two with L * unit <= PAGE_SIZE and
@@ -97,7 +98,7 @@
  * not a page allocation: SLUB may back the 1k..4k buckets with order-3
  * slabs opportunistically and falls back to smaller orders, so no block
  * ever needs a high-order page), and an object's ready bits for a block
- * fit in one word.  Below L, blocks double: block 0 holds b0 = min(8, L)
+ * fit in one word.  Below L, blocks double: block 0 holds b0 = min(B0, L)
  * cids, block k >= 1 holds [b0 << (k - 1), b0 << k); from cid L on, every
  * block holds L cids.  A mm whose largest cid ever used is c owns at most
  * max(b0, 2 * (c + 1)) units per set and never nr_cpu_ids of them unless
