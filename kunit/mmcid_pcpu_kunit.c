@@ -1070,11 +1070,12 @@ static int kt_reader_fn(void *data)
 }
 
 /* Wait up to about a second for the reader to pass @n reads. */
+/* Wait until the reader did more than @n reads, 10 s at most (TCG). */
 static void kt_reader_wait(struct kt_reader *r, int n)
 {
-	int i;
+	unsigned long end = jiffies + 10 * HZ;
 
-	for (i = 0; i < 1000 && atomic_read(&r->reads) <= n; i++)
+	while (atomic_read(&r->reads) <= n && time_before(jiffies, end))
 		usleep_range(500, 1000);
 }
 
@@ -1114,12 +1115,14 @@ static void mmcid_teardown_reader(struct kunit *test)
 	task = kthread_run(kt_reader_fn, &r, "mmcid_reader");
 	KUNIT_ASSERT_FALSE(test, IS_ERR(task));
 	kt_reader_wait(&r, 0);
+	/* the reader runs before the teardown starts, whatever the scheduler */
+	KUNIT_EXPECT_GT(test, atomic_read(&r.reads), 0);
 	mmput(mm);	/* teardown, concurrent with the reader */
 	seen = atomic_read(&r.reads);
 	kt_reader_wait(&r, seen + 2);
 	kthread_stop(task);
 
-	KUNIT_EXPECT_GT(test, atomic_read(&r.reads), 0);
+	KUNIT_EXPECT_GT(test, atomic_read(&r.reads), seen);
 	KUNIT_EXPECT_EQ(test, atomic_read(&r.bad), 0);
 	KUNIT_EXPECT_TRUE(test, mmcid_pcpu_mm_gone(r.raw));
 	KUNIT_EXPECT_EQ(test, mmcid_pcpu_slots(r.raw), 0U);
