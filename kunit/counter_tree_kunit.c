@@ -696,6 +696,7 @@ struct pn_ct_phase {
 struct pn_ct_worker {
 	struct pn_ct_phase *ph;
 	unsigned int idx;
+	unsigned int cpu;
 	struct task_struct *task;
 };
 
@@ -705,6 +706,11 @@ static int pn_ct_worker_main(void *arg)
 	struct pn_ct_phase *ph = w->ph;
 	int ret;
 
+	/*
+	 * Pinned from here: since 6.14 a kthread's first run resets an
+	 * affinity set before it (kthread_affine_node()).
+	 */
+	set_cpus_allowed_ptr(current, cpumask_of(w->cpu));
 	atomic_inc(&ph->ready);
 	wake_up(&ph->wq);
 	while (!READ_ONCE(ph->go) && !READ_ONCE(ph->stop))
@@ -795,6 +801,7 @@ static int pn_ct_run_phase(struct pn_ct_phase *ph, unsigned int nr,
 
 		w[i].ph = ph;
 		w[i].idx = i;
+		w[i].cpu = cpu;
 		t = kthread_create(pn_ct_worker_main, &w[i], "pn_ct_mt/%u", i);
 		if (IS_ERR(t)) {
 			ret = PTR_ERR(t);
@@ -802,7 +809,6 @@ static int pn_ct_run_phase(struct pn_ct_phase *ph, unsigned int nr,
 		}
 		get_task_struct(t);
 		w[i].task = t;
-		set_cpus_allowed_ptr(t, cpumask_of(cpu));
 		wake_up_process(t);
 		started++;
 	}

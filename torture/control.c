@@ -479,6 +479,7 @@ struct pn_worker {
 	pn_thread_fn fn;
 	void *arg;
 	unsigned int idx;
+	unsigned int cpu;
 	atomic_t *ready;
 	atomic_t *done;
 	struct task_struct *task;
@@ -490,6 +491,12 @@ static int pn_worker_main(void *data)
 	struct pn_run *run = w->run;
 	int ret;
 
+	/*
+	 * The worker pins itself: since 6.14 a kthread's first run resets
+	 * an affinity set before it (kthread_affine_node()).
+	 */
+	if (w->cpu < nr_cpu_ids)
+		set_cpus_allowed_ptr(current, cpumask_of(w->cpu));
 	atomic_inc(w->ready);
 	wake_up(&run->wq);
 	while (!READ_ONCE(run->go) && !pn_should_stop(run))
@@ -551,6 +558,7 @@ int pn_run_threads(struct pn_run *run, unsigned int nr, enum pn_pin pin,
 		w[i].fn = fn;
 		w[i].arg = arg;
 		w[i].idx = i;
+		w[i].cpu = cpu;
 		w[i].ready = &ready;
 		w[i].done = &done;
 		t = kthread_create(pn_worker_main, &w[i], "pcpu_next/%u", i);
@@ -560,8 +568,6 @@ int pn_run_threads(struct pn_run *run, unsigned int nr, enum pn_pin pin,
 		}
 		get_task_struct(t);
 		w[i].task = t;
-		if (cpu < nr_cpu_ids)
-			set_cpus_allowed_ptr(t, cpumask_of(cpu));
 		wake_up_process(t);
 		started++;
 	}
