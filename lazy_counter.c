@@ -226,7 +226,7 @@
  * Automatic upgrade (optional, per array).  A struct lazy_counter_auto
  * counts the remote adds made through lazy_counter_add_remote_auto()
  * while the array is lazy; when a threshold is reached within one second
- * it queues lazy_counter_upgrade_many() on system_unbound_wq.  This is the
+ * it queues lazy_counter_upgrade_many() on system_dfl_wq.  This is the
  * case I1 makes safe: the upgrade runs in a worker while the owner keeps
  * adding locally.  lazy_counter_auto_destroy() cancels the work first.
  *
@@ -952,7 +952,7 @@ void __lazy_counter_auto_event(struct lazy_counter_auto *a)
 	}
 	if (atomic_inc_return(&a->events) == a->threshold) {
 		atomic_long_inc(&lazy_stat_auto_triggers);
-		queue_work(system_unbound_wq, &a->work);
+		queue_work(system_dfl_wq, &a->work);
 	}
 }
 EXPORT_SYMBOL_GPL(__lazy_counter_auto_event);

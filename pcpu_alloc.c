@@ -2336,7 +2336,7 @@ int pn_alloc_init(void)
 	unsigned int i, sz;
 	int ret;
 
-	pn_drain_wq = alloc_workqueue("pcpu_next_drain", WQ_MEM_RECLAIM, 0);
+	pn_drain_wq = alloc_workqueue("pcpu_next_drain", WQ_PERCPU | WQ_MEM_RECLAIM, 0);
 	if (!pn_drain_wq)
 		return -ENOMEM;
 	pn_maint_wq = alloc_workqueue("pcpu_next_maint",

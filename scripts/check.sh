@@ -37,7 +37,7 @@
 #   cycles   debug kernel booted with kunit.enable=0: 100 x (insmod, short
 #            stress, rmmod); live per-CPU allocations back to their count
 #            after a warm-up round; kmemleak
-#   rss      the rss_stat kernel (linux-source-6.12 + rss/patches, the
+#   rss      the rss_stat kernel (linux-source-7.2 + rss/patches, the
 #            library built in under mm/; KASAN, lockdep, kmemleak): every
 #            rss_stat= mode booted once, 8 online of 16 possible CPUs: the
 #            mode took, rss/progs/rss_check (and its exact reads again

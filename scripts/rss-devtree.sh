@@ -2,20 +2,34 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Make a small git repository for working on the rss_stat series: the
-# files rss/patches/ touch, from the pristine linux-source-6.12, committed
-# as a base, then the series applied with `git am`.  Edit and commit
-# there, then regenerate the series:
-#   git -C DIR format-patch -o <repo>/rss/patches base
+# files rss/patches/ touch, from the pristine linux-source-7.2 (ksrc),
+# committed as a base (tag `base`), then the series applied with
+# `git am`: 0001, the library (tag `lib`), and the rest.  Edit and commit
+# there, then regenerate the patches after the library:
+#   git -C DIR -c core.abbrev=12 format-patch --zero-commit \
+#       --no-signature --stat=80 -n --start-number 2 -o <repo>/rss/patches lib
+# 0001 is never edited there: scripts/rss-libpatch.sh writes it from
+# this repository's files.  The cover letter (0000) is kept by hand.
 # Usage: scripts/rss-devtree.sh DIR (default $CACHE/rss-dev)
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 dir=${1:-$CACHE/rss-dev}
 src=$(ksrc)
+ver=$(ksrc_version)
+case $ver in
+7.2.*) ;;
+*) die "the rss_stat series is against linux-source-7.2, not $ver" ;;
+esac
+patches=()
+for p in "$REPO"/rss/patches/[0-9][0-9][0-9][0-9]-*.patch; do
+	grep -q '^diff --git ' "$p" && patches+=("$p")
+done
+[ ${#patches[@]} -gt 0 ] || die "no patches in rss/patches"
 [ ! -e "$dir" ] || die "$dir exists"
 mkdir -p "$dir"
 cd "$dir"
-sed -n 's|^+++ b/||p' "$REPO"/rss/patches/*.patch | sort -u | while read -r f; do
+sed -n 's|^+++ b/||p' "${patches[@]}" | sort -u | while read -r f; do
 	[ -e "$src/$f" ] || continue
 	mkdir -p "$(dirname "$f")"
 	cp "$src/$f" "$f"
@@ -23,8 +37,11 @@ done
 git init -q
 git add -A
 git -c user.name=base -c user.email=base@localhost commit -qm \
-	"Linux $(ksrc_version) (Debian linux-source-6.12): files the series touches"
+	"Linux $ver (Debian linux-source-7.2): files the series touches"
 git tag base
 git -c user.name="pcpu_next developers" -c user.email=pcpu-next@localhost \
-	am -q "$REPO"/rss/patches/*.patch
+	am -q "${patches[0]}"
+git tag lib
+git -c user.name="pcpu_next developers" -c user.email=pcpu-next@localhost \
+	am -q "${patches[@]:1}"
 git log --oneline

@@ -3,11 +3,13 @@
 #
 # Build (incrementally, cached) the rss_stat kernels of `make rss`:
 #
-#   rss-kernel.sh patched   linux-source-6.12 + rss/patches/*.patch, with
-#                           this repository's library overlaid into
-#                           mm/pcpu_next/ (rsync of the files, as the
-#                           kunit.py lane does under drivers/misc), config
-#                           rss/rss.config + rss/rss-alt.config
+#   rss-kernel.sh patched   linux-source-7.2 (ksrc) + the series
+#                           rss/patches/0001..*.patch (0000, the cover
+#                           letter, has no diff): 0001 carries the library
+#                           (scripts/rss-libpatch.sh writes it from this
+#                           repository and must find it up to date), so
+#                           nothing is overlaid and no -I leads out of the
+#                           tree; config rss/rss.config + rss/rss-alt.config
 #   rss-kernel.sh debug     the patched tree with rss/debug.config added
 #                           (KASAN, lockdep, PROVE_RAW_LOCK_NESTING,
 #                           DEBUG_ATOMIC_SLEEP, DEBUG_VM, kmemleak): the
@@ -24,13 +26,24 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-kind=${1:?usage: rss-kernel.sh patched|control}
+kind=${1:?usage: rss-kernel.sh patched|debug|control}
 src=$(ksrc)
 ver=$(ksrc_version)
-patches=("$REPO"/rss/patches/*.patch)
+case $ver in
+7.2.*) ;;
+*) die "the rss_stat series is against linux-source-7.2, not $ver (KSRC_SERIES=${KSRC_SERIES:-})" ;;
+esac
+# The series: every numbered patch with a diff (not the cover letter).
+patches=()
+for p in "$REPO"/rss/patches/[0-9][0-9][0-9][0-9]-*.patch; do
+	grep -q '^diff --git ' "$p" && patches+=("$p")
+done
+[ ${#patches[@]} -gt 0 ] || die "no patches in rss/patches"
 
 case $kind in
 patched | debug)
+	bash "$REPO/scripts/rss-libpatch.sh" --check >/dev/null ||
+		die "rss/patches/0001 is not this repository's library: run scripts/rss-libpatch.sh"
 	frags=("$REPO/rss/rss.config" "$REPO/rss/rss-alt.config")
 	[ "$kind" = patched ] || frags+=("$REPO/rss/debug.config")
 	tree=$CACHE/rss-tree/$ver
@@ -77,14 +90,7 @@ patched | debug)
 		rm -rf "$keep"
 		echo "$pkey" >"$tree/.patches-key"
 	fi
-	mkdir -p "$tree/mm/pcpu_next"
-	rsync -a --delete --exclude=selftests/ --exclude=.out/ --exclude=.git/ \
-		--exclude=scripts/ --exclude=rss/ --exclude='*.mod.c' \
-		--include='*/' --include='*.c' --include='*.h' \
-		--include=Kbuild --include=Kconfig --exclude='*' --prune-empty-dirs \
-		"$REPO"/ "$tree/mm/pcpu_next"/
-	lib_files=$(cd "$tree/mm/pcpu_next" && find . -type f | sort)
-	bkey=$(cd "$tree/mm/pcpu_next" && cat $lib_files "${frags[@]}" "${patches[@]}" | sha256sum | cut -c1-12)
+	bkey=$(key_of "${frags[@]}" "${patches[@]}")
 	;;
 control)
 	frags=("$REPO/rss/rss.config")
@@ -127,7 +133,18 @@ log=$bdir/build.log
 echo "rss-kernel.sh: building the $kind rss_stat kernel in $bdir (log: $log)" >&2
 make -C "$tree" O="$bdir" -j"$JOBS" bzImage >"$log" 2>&1 ||
 	{ grep -E 'error|warning' "$log" | head -n 20 >&2; tail -n 30 "$log" >&2; die "rss kernel build failed"; }
-if grep -nE '^(/|\.\./)?[^ ]*(mm/rss_alt|mm/pcpu_next/)[^ ]*: warning:' "$log" >&2; then
+# No warning in a file the series adds or changes.
+if [ "$kind" != control ] &&
+	awk -F: 'NR == FNR { touched[$0] = 1; next }
+		/: warning:/ {
+			for (t in touched)
+				if ($1 == t || substr($1, length($1) - length(t)) == "/" t) {
+					print
+					bad = 1
+					break
+				}
+		}
+		END { exit !bad }' "$tree/.patched-files" "$log" >&2; then
 	die "the series or the library warns in the kernel build"
 fi
 rm -f "$bdir"/.built-*
