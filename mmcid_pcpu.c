@@ -129,8 +129,8 @@
  * cid of block 0 on the object's first line alone (fast.slot0 and
  * fast.ready0), above it through the set's dir and the object's ready
  * words.  The counter's add is inline in the public header.  For a cid of
- * block 0 (cids 0..7: in steady state every thread of a process of up to
- * 7 threads) it reads only the object's first line, struct
+ * block 0 (cids 0..3 on 6.12, 0..7 on 7.x; see compat.h) it reads only
+ * the object's first line, struct
  * mmcid_pcpu_fast, around one local64_add().  A higher cid, a first use
  * or a missing block calls __mmcid_counter_add_task().  fast.slot0 is
  * stored by every owner that initialises a slot of block 0, before its
@@ -387,7 +387,7 @@ struct mmcid_geo {
  * every unit: the per-CPU allocator's chunk layout, with cids for CPUs.
  * Block 0's pointer is here; the pointers of blocks 1 .. nblk - 1 are in
  * @dir, allocated with the first of those blocks (an mm whose cids stay
- * below 8 has none).  The map has one bit
+ * in block 0 has none).  The map has one bit
  * per grain of the unit (mmcid_grain(): MMCID_GRAIN, or for units above
  * BITS_PER_LONG grains the power of two that brings them to at most
  * that many): an object bigger than a cache line has a set of its own
@@ -1339,7 +1339,7 @@ EXPORT_SYMBOL_GPL(__mmcid_pcpu_create_in);
  * words, so that threads with those cids find their slot even when they
  * access it from atomic context, where anything missing sends them to
  * the remote slot.  The blocks and the dir are shared by every object of
- * the set, the ready words are @s's own: for cids 0 .. 7 (block 0) one
+ * the set, the ready words are @s's own: for the cids of block 0 one
  * prepare serves the whole set, above them every object that is used
  * from atomic context needs its own (one counter array needs one).
  * What exists costs a load or two.  The allocations are charged as

@@ -76,6 +76,14 @@ for opts in "" "CONFIG_PCPU_NEXT_TORTURE=y CONFIG_PCPU_NEXT_STATS=y"; do
 	fi
 done
 
+# The rss series carries the library as patch 0001, generated from this
+# repository: it must not be stale.
+if out_lp=$(bash "$REPO/scripts/rss-libpatch.sh" --check 2>&1); then
+	tap ok "rss/patches 0001 is what scripts/rss-libpatch.sh generates from this tree"
+else
+	tap not-ok "rss/patches 0001 is stale: $(echo "$out_lp" | head -n 1)"
+fi
+
 # Layout: the arrows go one way.  The library is core.c, the four
 # component files, include/pcpu_next/ (public) and internal/ (private).
 lib_c="core.c pcpu_alloc.c lazy_counter.c counter_tree.c mmcid_pcpu.c"

@@ -13,6 +13,11 @@ set -euo pipefail
 
 . "$(dirname "$0")/lib.sh"
 
+# One run at a time (apt's locks, the shared download directories).
+mkdir -p "$CACHE"
+exec 7>"$CACHE/deps.lock"
+flock 7
+
 need_pkgs="build-essential qemu-system-x86 qemu-system-data busybox-static \
 cpio kmod xz-utils bc flex bison libelf-dev libssl-dev sparse dkms \
 python3 rsync linux-source-6.12 spin"
@@ -91,18 +96,28 @@ cat >"$APT7/sources.list.new" <<LIST
 deb [signed-by=$kr] http://deb.debian.org/debian sid main
 deb [signed-by=$kr] http://deb.debian.org/debian trixie-backports main
 LIST
-if ! cmp -s "$APT7/sources.list.new" "$APT7/sources.list" ||
-	[ -z "$(find "$APT7/lists" -name '*_Packages' -mmin -1440 2>/dev/null)" ]; then
+# The lists are refreshed once a day (apt may store them compressed:
+# *_Packages.lz4).  Without the archive, a complete earlier pick is used.
+fresh=$(find "$APT7/lists" -name '*_Packages*' -mmin -1440 2>/dev/null | head -n 1)
+if ! cmp -s "$APT7/sources.list.new" "$APT7/sources.list" || [ -z "$fresh" ]; then
 	mv "$APT7/sources.list.new" "$APT7/sources.list"
-	apt7 apt-get update -qq || die "apt-get update of the 7.2 suites failed"
+	apt7 apt-get update -qq || echo "deps: apt-get update of the 7.2 suites failed" >&2
 fi
 rm -f "$APT7/sources.list.new"
 abi72=$(apt7 apt-cache pkgnames linux-binary-unsigned-7.2. |
 	sed -n 's/^linux-binary-unsigned-\(7\.2\.[0-9]*+deb[0-9]*\)-amd64$/\1/p' |
 	sort -V | tail -n 1)
-[ -n "$abi72" ] || die "no linux-binary-unsigned-7.2.*-amd64 in sid or trixie-backports"
-ver72=$(apt7 apt-cache show "linux-binary-unsigned-$abi72-amd64" |
+ver72=""
+[ -z "$abi72" ] || ver72=$(apt7 apt-cache show "linux-binary-unsigned-$abi72-amd64" |
 	sed -n 's/^Version: //p' | sort -V | tail -n 1)
+if [ -z "$ver72" ]; then
+	abi72=$(cat "$CACHE/k72-abi" 2>/dev/null) || true
+	ver72=$(cat "$CACHE/k72-version" 2>/dev/null) || true
+	[ -n "$abi72" ] && [ -s "$CACHE/debs/linux-source-7.2_${ver72}_all.deb" ] &&
+		[ -s "$CACHE/stock72-$abi72/version" ] ||
+		die "no linux-binary-unsigned-7.2.*-amd64 in sid or trixie-backports, none cached"
+	echo "deps: 7.2 not in the archive now: using the cached $ver72"
+fi
 src72=$CACHE/debs/linux-source-7.2_${ver72}_all.deb
 if [ ! -s "$src72" ]; then
 	echo "deps: fetching linux-source-7.2 $ver72"
@@ -114,15 +129,16 @@ fi
 # the stock 7.2 lane is built against a tree prepared with that config).
 for flavour in amd64 rt-amd64; do
 	dir=$CACHE/stock72-${flavour%amd64}$abi72
-	[ -s "$dir/vmlinuz" ] && [ -s "$dir/config" ] && continue
+	# "version" is written last: the image of this very source is complete.
+	[ "$(cat "$dir/version" 2>/dev/null)" = "$ver72" ] && continue
 	if ! apt7 apt-cache show "linux-binary-unsigned-$abi72-$flavour" >/dev/null 2>&1; then
 		[ "$flavour" = amd64 ] && die "no Debian 7.2 amd64 image"
 		continue
 	fi
 	echo "deps: fetching Debian's $abi72-$flavour image"
 	rm -rf "$dir" && mkdir -p "$dir/deb"
-	(cd "$dir/deb" && apt7 apt-get download -qq "linux-binary-unsigned-$abi72-$flavour" \
-		"linux-base-$abi72-$flavour" "linux-headers-$abi72-$flavour" >/dev/null) ||
+	(cd "$dir/deb" && apt7 apt-get download -qq "linux-binary-unsigned-$abi72-$flavour=$ver72" \
+		"linux-base-$abi72-$flavour=$ver72" "linux-headers-$abi72-$flavour=$ver72" >/dev/null) ||
 		die "cannot fetch the $abi72-$flavour image"
 	for deb in "$dir"/deb/*.deb; do
 		dpkg-deb -x "$deb" "$dir/root"
@@ -132,6 +148,7 @@ for flavour in amd64 rt-amd64; do
 	cp "$dir/root/usr/src/linux-headers-$abi72-$flavour/Module.symvers" "$dir/Module.symvers"
 	echo "$abi72-$flavour" >"$dir/release"
 	rm -rf "$dir/deb" "$dir/root"
+	echo "$ver72" >"$dir/version"
 done
 echo "$ver72" >"$CACHE/k72-version"
 echo "$abi72" >"$CACHE/k72-abi"

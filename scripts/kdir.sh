@@ -10,8 +10,8 @@
 #       flavour, KERNELRELEASE the image's (vermagic matches; Debian's 7.2
 #       has no MODVERSIONS), modules_prepare, and the image's
 #       Module.symvers.  Debian builds 7.2 with gcc 16 and Rust; gcc 12
-#       here drops what needs them (Rust, BTF), none of which changes a
-#       structure the module touches.  Debian's 7.2 headers package
+#       here drops what needs them (Rust, some CC_HAS_* options), none of
+#       which changes a structure the module touches.  Debian's 7.2 headers package
 #       cannot serve: its tools are linked against a newer libc.
 #   kdir.sh kunit 6.12|7.2
 #       that source with x86_64_defconfig plus KUnit and fault injection:

@@ -17,7 +17,7 @@ stock_abi()
 	cat "$CACHE/stock-abi" 2>/dev/null || die "run scripts/deps.sh first"
 }
 
-# Debian's archive beyond bookworm (sid, trixie-backports, experimental),
+# Debian's archive beyond bookworm (sid, trixie-backports),
 # through apt's own configuration kept under $CACHE/apt7: the system's
 # sources and its installed packages are never touched.  Packages from
 # there are only downloaded and unpacked (they need a newer libc).
@@ -62,9 +62,14 @@ ksrc_version()
 
 ksrc()
 {
-	local ver dir tarball
+	local ver dir
 	ver=$(ksrc_version)
 	dir="$CACHE/src/$ver"
+	if [ ! -e "$dir/.unpacked" ]; then
+		mkdir -p "$CACHE/src"
+		exec 8>"$dir.lock"
+		flock 8
+	fi
 	if [ ! -e "$dir/.unpacked" ]; then
 		rm -rf "$dir"
 		mkdir -p "$dir"
@@ -188,7 +193,9 @@ debugfs_race_filter()
 {
 	awk '
 	/debugfs file owner did not clean up at exit/ { next }
-	/WARNING: CPU: [0-9]+ PID: [0-9]+ at fs\/debugfs\/file\.c:[0-9]+ full_proxy_open/ {
+	# 6.12: "WARNING: CPU: 1 PID: 99 at fs/debugfs/file.c:310 full_proxy_open+0x..."
+	# 7.x:  "WARNING: fs/debugfs/file.c:310 at full_proxy_open+0x..., CPU#1: cat/99"
+	/WARNING: (CPU: [0-9]+ PID: [0-9]+ at )?fs\/debugfs\/file\.c:[0-9]+ (at )?full_proxy_open/ {
 		pending++
 		print "pcpu_next: kernel-internal debugfs open/rmmod race warning (see raw log)"
 		next

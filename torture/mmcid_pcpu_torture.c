@@ -38,8 +38,9 @@
  * a four-counter array, of four 8-byte objects and of one cache-line
  * object with cids 0..T-1 used, for T up to nr_cpu_ids, against per-CPU
  * memory for every possible CPU (scripts/headline.py judges the array
- * at 4 threads and 64 possible CPUs: block 0 of 8 cids makes the units
- * 1/4 of it, every byte 3/8), and the size of the per-mm context all
+ * at 4 threads and 64 possible CPUs on 6.12, whose block 0 of 4 cids
+ * makes the units 1/8 of it, every byte 1/4; 7.x's block 0 of 8 doubles
+ * the units), and the size of the per-mm context all
  * objects of an mm share.
  *
  * The test mm is a fresh mm_alloc() when the kernel exports it (it does

@@ -28,7 +28,8 @@
 #define PN_IMPORT_NS_KUNIT()	MODULE_IMPORT_NS(EXPORTED_FOR_KUNIT_TESTING)
 #endif
 
-#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 16, 0)
+/* A macro: stable kernels that backport it need no version test. */
+#ifndef timer_container_of
 #define timer_container_of(var, timer, field)	from_timer(var, timer, field)
 #endif
 

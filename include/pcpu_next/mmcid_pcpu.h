@@ -56,9 +56,9 @@ struct mmcid_counter;
  *
  * The first member of every storage object, on its first cache line,
  * so that mmcid_counter_add() can inline the path of a thread whose cid
- * is in block 0 (cids 0..7: in steady state every thread of a process of
- * up to 7 threads) without a call (percpu_counter_add() calls out to
- * percpu_counter_add_batch()).  Not API: read only by the inline
+ * is in block 0 (cids 0..3 on 6.12, 0..7 on 7.x: see compat.h) without a
+ * call (percpu_counter_add() calls out to percpu_counter_add_batch()).
+ * Not API: read only by the inline
  * functions below, written only by mmcid_pcpu.c.  Its layout is part of
  * the ABI of those inline functions: __mmcid_counter_add_task() takes it
  * by type, so a change moves that symbol's modversions CRC and an old
