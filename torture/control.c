@@ -740,7 +740,7 @@ static ssize_t pn_ctl_write(struct file *file, const char __user *ubuf,
 	if (copy_from_user(buf, ubuf, count))
 		return -EFAULT;
 
-	run = kzalloc(sizeof(*run), GFP_KERNEL);
+	run = kzalloc_obj(*run, GFP_KERNEL);
 	out = kzalloc(PN_OUT_SIZE, GFP_KERNEL);
 	if (!run || !out) {
 		ret = -ENOMEM;

@@ -530,7 +530,7 @@ static int lazy_bench(struct pn_run *run)
 	int ret = 0;
 	s64 expect;
 
-	b = kzalloc(sizeof(*b), GFP_KERNEL);
+	b = kzalloc_obj(*b, GFP_KERNEL);
 	if (!b)
 		return -ENOMEM;
 	b->ops = kcalloc(threads, sizeof(*b->ops), GFP_KERNEL);

@@ -314,7 +314,7 @@ static int pn_alloc_stress(struct pn_run *run)
 	unsigned int i;
 	int ret = -ENOMEM;
 
-	st = kzalloc(sizeof(*st), GFP_KERNEL);
+	st = kzalloc_obj(*st, GFP_KERNEL);
 	if (!st)
 		return -ENOMEM;
 	st->nr_slots = (run->p.objects ? : 256) * run->p.threads;
@@ -593,7 +593,7 @@ static int pn_alloc_bench(struct pn_run *run)
 	char name[48];
 	int ret = -ENOMEM;
 
-	b = kzalloc(sizeof(*b), GFP_KERNEL);
+	b = kzalloc_obj(*b, GFP_KERNEL);
 	if (!b)
 		return -ENOMEM;
 	b->size = run->p.size ? : 16;

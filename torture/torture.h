@@ -12,6 +12,7 @@
 #include <linux/seq_buf.h>
 #include <linux/wait.h>
 #include <linux/atomic.h>
+#include <pcpu_next/compat.h>
 
 #include "../internal/core.h"
 

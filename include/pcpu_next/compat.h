@@ -8,6 +8,7 @@
  *   what                         6.12              7.x (since)
  *   namespace import             bare identifier   string literal (6.13)
  *   timer owner lookup           from_timer()      timer_container_of() (6.16)
+ *   one zeroed object            kzalloc(sizeof)   kzalloc_obj() (7.0)
  *   mm_cid of a thread           t->mm_cid         t->mm_cid.cid, with
  *                                                  ONCPU/TRANSIT bits (6.19)
  *   cid of a kthread or exited   -1                MM_CID_UNSET, INT_MIN (6.19)
@@ -19,6 +20,7 @@
 #include <linux/compiler.h>
 #include <linux/module.h>
 #include <linux/sched.h>
+#include <linux/slab.h>
 #include <linux/timer.h>
 #include <linux/version.h>
 
@@ -26,6 +28,11 @@
 #define PN_IMPORT_NS_KUNIT()	MODULE_IMPORT_NS("EXPORTED_FOR_KUNIT_TESTING")
 #else
 #define PN_IMPORT_NS_KUNIT()	MODULE_IMPORT_NS(EXPORTED_FOR_KUNIT_TESTING)
+#endif
+
+/* kzalloc_obj() (7.0) is a macro: no version test needed. */
+#ifndef kzalloc_obj
+#define kzalloc_obj(P, gfp)	kzalloc(sizeof(P), gfp)
 #endif
 
 /* A macro: stable kernels that backport it need no version test. */
