@@ -90,6 +90,24 @@ ksrc()
 	echo "$dir"
 }
 
+# rss_series: the rss_stat series of rss/patches into the array
+# `patches`, every numbered patch with a diff (not the cover letter);
+# dies unless the test kernels' source is the 7.2 the series is against.
+rss_series()
+{
+	local p ver
+	ver=$(ksrc_version)
+	case $ver in
+	7.2.*) ;;
+	*) die "the rss_stat series is against linux-source-7.2, not $ver" ;;
+	esac
+	patches=()
+	for p in "$REPO"/rss/patches/[0-9][0-9][0-9][0-9]-*.patch; do
+		grep -q '^diff --git ' "$p" && patches+=("$p")
+	done
+	[ ${#patches[@]} -gt 0 ] || die "no patches in rss/patches"
+}
+
 # Stable short hash of files/strings, for cache keys.
 key_of()
 {

@@ -17,15 +17,7 @@ set -euo pipefail
 dir=${1:-$CACHE/rss-dev}
 src=$(ksrc)
 ver=$(ksrc_version)
-case $ver in
-7.2.*) ;;
-*) die "the rss_stat series is against linux-source-7.2, not $ver" ;;
-esac
-patches=()
-for p in "$REPO"/rss/patches/[0-9][0-9][0-9][0-9]-*.patch; do
-	grep -q '^diff --git ' "$p" && patches+=("$p")
-done
-[ ${#patches[@]} -gt 0 ] || die "no patches in rss/patches"
+rss_series
 [ ! -e "$dir" ] || die "$dir exists"
 mkdir -p "$dir"
 cd "$dir"

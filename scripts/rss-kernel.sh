@@ -29,16 +29,7 @@ set -euo pipefail
 kind=${1:?usage: rss-kernel.sh patched|debug|control}
 src=$(ksrc)
 ver=$(ksrc_version)
-case $ver in
-7.2.*) ;;
-*) die "the rss_stat series is against linux-source-7.2, not $ver (KSRC_SERIES=${KSRC_SERIES:-})" ;;
-esac
-# The series: every numbered patch with a diff (not the cover letter).
-patches=()
-for p in "$REPO"/rss/patches/[0-9][0-9][0-9][0-9]-*.patch; do
-	grep -q '^diff --git ' "$p" && patches+=("$p")
-done
-[ ${#patches[@]} -gt 0 ] || die "no patches in rss/patches"
+rss_series
 
 case $kind in
 patched | debug)
