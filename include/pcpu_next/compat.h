@@ -18,6 +18,7 @@
 #define _PCPU_NEXT_COMPAT_H
 
 #include <linux/compiler.h>
+#include <linux/mm.h>		/* task_mm_cid() on 6.12 */
 #include <linux/module.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
