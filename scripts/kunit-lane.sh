@@ -9,14 +9,24 @@
 # The scratch tree and the build directory are cached under $CACHE, keyed
 # by source version and .kunitconfig, so a rerun only rebuilds the module.
 # Output: kunit.py's own, saved to .out/kunit-py.log.
+#
+#   kunit-lane.sh --build   only build the kernel (kunit.py build), for
+#                           make check's background builder
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
+build_only=0
+[ "${1:-}" = --build ] && build_only=1
 src=$(ksrc)
 key="$(ksrc_version)-$(key_of "$REPO/kunit/.kunitconfig")"
 tree=$CACHE/kunit-tree/$(ksrc_version)
 bdir=$CACHE/kunit-build/$key
 
+# One kunit.py at a time in this tree (make check's background builder
+# and the lane may overlap).
+mkdir -p "$CACHE/kunit-tree"
+exec 9>"$tree.lock"
+flock 9
 if [ ! -e "$tree/.overlaid" ]; then
 	rm -rf "$tree"
 	mkdir -p "$(dirname "$tree")"
@@ -37,6 +47,10 @@ rsync -a --delete --exclude=selftests/ --exclude=.out/ --exclude=.git/ \
 mkdir -p "$bdir"
 
 cd "$tree"
+if [ "$build_only" = 1 ]; then
+	exec python3 tools/testing/kunit/kunit.py build --arch=x86_64 \
+		--kunitconfig="$REPO/kunit/.kunitconfig" --build_dir="$bdir" --jobs="$JOBS"
+fi
 set +e
 python3 tools/testing/kunit/kunit.py run --arch=x86_64 \
 	--kunitconfig="$REPO/kunit/.kunitconfig" --qemu_args='-smp 4' \

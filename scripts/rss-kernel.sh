@@ -30,6 +30,11 @@ kind=${1:?usage: rss-kernel.sh patched|debug|control}
 src=$(ksrc)
 ver=$(ksrc_version)
 rss_series
+# One rss kernel build at a time: the patched and debug builds share the
+# patched tree, and make check's background builder may overlap a lane.
+mkdir -p "$CACHE/rss-build"
+exec 9>"$CACHE/rss-build/.lock"
+flock 9
 
 case $kind in
 patched | debug)
