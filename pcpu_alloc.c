@@ -239,6 +239,7 @@
 #include <linux/string.h>
 #include <linux/uaccess.h>
 #include <linux/workqueue.h>
+#include <linux/xarray.h>
 #include <kunit/visibility.h>
 
 #include <pcpu_next/pcpu_alloc.h>
@@ -257,6 +258,7 @@
 #define PN_DEPOT_BYTES		(16UL << 20)
 #define PN_EMPTY_MAGS_MIN	2U	/* empty magazines maint_work keeps */
 #define PN_RECLAIM_BATCH	4U	/* depot magazines flushed per lock hold */
+#define PN_RECLAIM_CHUNKS	16UL	/* free chunks unlinked per lock hold */
 #define PN_MAINT_CHUNKS		4U	/* chunks one maint_work run may add */
 #define PN_DESTROY_TRIES	8U	/* destroy's attempts at a failing release */
 #define PN_POISON		0x6b
@@ -307,6 +309,8 @@ struct pn_cpu_cache {
 	local_lock_t lock;
 	struct pn_mag *loaded;
 	struct pn_mag *prev;
+	/* Objects in loaded and prev, for the shrinker's count (racy reads). */
+	unsigned int held;
 #ifdef CONFIG_PCPU_NEXT_STATS
 	unsigned long stat[PN_NR_STAT_ITEMS];
 #endif
@@ -365,6 +369,7 @@ struct pn_cache {
 	struct list_head chunks_full;
 	struct list_head chunks_dying;	/* unlinked by a scan, released by drain_work */
 	bool drain_wanted;		/* a scan asked drain_work to drain the CPUs */
+	unsigned long drain_budget;	/* objects those scans still wanted */
 	unsigned long nr_chunks;
 	unsigned long nr_free_chunks;
 	unsigned long nr_chunk_free;	/* free objects in all chunks */
@@ -430,6 +435,17 @@ static struct dentry *pn_alloc_dir;
 static struct pn_cache *pn_size_caches[PN_NR_CLASSES];
 /* Live direct objects of the size classes (their free cannot tell the class). */
 static atomic_long_t pn_sized_direct = ATOMIC_LONG_INIT(0);
+
+/*
+ * Every live direct object, by address, to its cache: a free of a pointer
+ * found neither here nor in pn_chunk_tree is a misuse, reported, never
+ * handed to free_percpu().  The xa_lock (irq-safe: frees come from any
+ * context) orders a free against a second free of the same object.  A
+ * destructor cache's freed direct objects stay, marked PN_DIRECT_DYING,
+ * until its drain_work destructs them in process context.
+ */
+static DEFINE_XARRAY_FLAGS(pn_direct, XA_FLAGS_LOCK_IRQ);
+#define PN_DIRECT_DYING		XA_MARK_0
 
 static inline unsigned long pn_addr(const void __percpu *p)
 {
@@ -595,6 +611,7 @@ static void pn_drain_cpu(struct pn_cache *c, struct pn_cpu_cache *cc)
 	lockdep_assert_held(&c->lock);
 	cc->loaded = NULL;
 	cc->prev = NULL;
+	WRITE_ONCE(cc->held, 0);
 	for (i = 0; i < ARRAY_SIZE(mags); i++) {
 		if (!mags[i])
 			continue;
@@ -672,18 +689,21 @@ static inline bool pn_release_should_fail(void)
  * pn_alloc_fail_releases() - fail the calling task's next chunk releases
  * @n: how many; 0 restores the defaults (probability 0: only fail-nth
  *     reaches the site)
+ * @skip: releases that succeed before the first failure
  *
  * Arms pn_fail_release task-filtered, so no other task's release is hit.
  * Nothing without CONFIG_FAULT_INJECTION.
  *
  * Context: Process context, the task whose releases are to fail.
  */
-VISIBLE_IF_KUNIT void pn_alloc_fail_releases(unsigned int n)
+VISIBLE_IF_KUNIT void pn_alloc_fail_releases(unsigned int n, unsigned int skip)
 {
 #ifdef CONFIG_FAULT_INJECTION
 	current->make_it_fail = !!n;
 	pn_fail_release.task_filter = !!n;
 	atomic_set(&pn_fail_release.times, n ? n : 1);
+	/* should_fail() passes while space exceeds the size, 1 here. */
+	atomic_set(&pn_fail_release.space, n && skip ? skip + 1 : 0);
 	pn_fail_release.probability = n ? 100 : 0;
 #endif
 }
@@ -819,14 +839,22 @@ static bool pn_chunk_release(struct pn_cache *c, struct pn_chunk *ch)
 	return true;
 }
 
-/*
- * Release the chunks on @list (unlinked, all objects free); link back the
- * ones whose tree entry could not be erased (counted in *@failed if
- * @failed).  Returns the objects freed.
+/**
+ * pn_chunks_release() - release unlinked free chunks
+ * @c: their cache
+ * @list: the chunks, unlinked by pn_chunks_unlink_free(), all objects free
+ * @failed: if not NULL, incremented once per chunk linked back
+ *
+ * A chunk whose tree entry could not be erased is linked back.  Each chunk
+ * leaves @list before its release: a released chunk's struct is freed
+ * after a grace period, and a neighbour's unlink must not write into it.
+ *
+ * Context: Process context, no pcpu_next lock held (destructors run).
+ * Return: The objects freed.  @list is empty.
  */
-static unsigned long pn_chunks_release(struct pn_cache *c,
-				       struct list_head *list,
-				       unsigned long *failed)
+VISIBLE_IF_KUNIT unsigned long pn_chunks_release(struct pn_cache *c,
+						 struct list_head *list,
+						 unsigned long *failed)
 {
 	unsigned long freed = 0, released = 0;
 	struct pn_chunk *ch, *tch;
@@ -834,11 +862,12 @@ static unsigned long pn_chunks_release(struct pn_cache *c,
 	LIST_HEAD(back);
 
 	list_for_each_entry_safe(ch, tch, list, list) {
+		list_del(&ch->list);
 		if (pn_chunk_release(c, ch)) {
 			released++;
 			freed += c->nr_objs;
 		} else {
-			list_move(&ch->list, &back);
+			list_add_tail(&ch->list, &back);
 		}
 	}
 	spin_lock_irqsave(&c->lock, flags);
@@ -853,11 +882,43 @@ static unsigned long pn_chunks_release(struct pn_cache *c,
 	spin_unlock_irqrestore(&c->lock, flags);
 	return freed;
 }
+EXPORT_SYMBOL_IF_KUNIT(pn_chunks_release);
 
+#if IS_ENABLED(CONFIG_KUNIT)
+/**
+ * pn_cache_unlink_free_chunks() - unlink every free chunk of a cache
+ * @cache: the cache
+ * @out: receives the chunks, for pn_chunks_release()
+ *
+ * Context: Process context.
+ * Return: The chunks unlinked.
+ */
+VISIBLE_IF_KUNIT unsigned long pn_cache_unlink_free_chunks(struct pn_cache *cache,
+							   struct list_head *out)
+{
+	unsigned long flags, n;
+
+	spin_lock_irqsave(&cache->lock, flags);
+	n = pn_chunks_unlink_free(cache, out, ULONG_MAX, true);
+	spin_unlock_irqrestore(&cache->lock, flags);
+	return n / cache->nr_objs;
+}
+EXPORT_SYMBOL_IF_KUNIT(pn_cache_unlink_free_chunks);
+#endif
+
+/*
+ * A magazine is optional: a request goes on without one.  So its
+ * allocation takes the request's context but neither its __GFP_NOFAIL
+ * (an unbounded wait for something not needed) nor its charge, and gives
+ * up early and quietly.
+ */
 static struct pn_mag *pn_mag_new(struct pn_cache *c, gfp_t gfp)
 {
-	struct pn_mag *m = kmalloc(struct_size(m, objs, c->mag_cap), gfp);
+	struct pn_mag *m;
 
+	gfp &= ~(__GFP_ACCOUNT | __GFP_ZERO | __GFP_NOFAIL);
+	gfp |= __GFP_NOWARN | __GFP_NORETRY;
+	m = kmalloc(struct_size(m, objs, c->mag_cap), gfp);
 	if (m)
 		m->nr = 0;
 	return m;
@@ -879,7 +940,7 @@ static void __percpu *pn_grow(struct pn_cache *c, gfp_t gfp,
 	if (!ch)
 		return NULL;
 	if (!READ_ONCE(c->nr_empty_mags) && !(c->flags & PN_CACHE_LOCKED))
-		m = pn_mag_new(c, (gfp & ~__GFP_ACCOUNT) | __GFP_NOWARN);
+		m = pn_mag_new(c, gfp);
 
 	spin_lock_irqsave(&c->lock, flags);
 	c->chunk_creates++;
@@ -911,7 +972,7 @@ static bool pn_mag_add_empty(struct pn_cache *c, gfp_t gfp)
 
 	if (READ_ONCE(c->nr_empty_mags) >= c->depot_max)
 		return false;
-	m = pn_mag_new(c, (gfp & ~(__GFP_ACCOUNT | __GFP_ZERO)) | __GFP_NOWARN);
+	m = pn_mag_new(c, gfp);
 	if (!m)
 		return false;
 	spin_lock_irqsave(&c->lock, flags);
@@ -956,6 +1017,13 @@ static void pn_maint_fn(struct work_struct *work)
 }
 
 /* ---- magazine layer ----------------------------------------------------- */
+
+/* After a depot exchange: what the CPU's magazines hold now. */
+static void pn_cc_held(struct pn_cpu_cache *cc)
+{
+	WRITE_ONCE(cc->held, (cc->loaded ? cc->loaded->nr : 0) +
+			     (cc->prev ? cc->prev->nr : 0));
+}
 
 /*
  * Both locks held; loaded is NULL or empty, prev is NULL or empty.  Sets
@@ -1029,6 +1097,7 @@ static void __percpu *pn_mag_alloc(struct pn_cache *c, bool atomic,
 	pn_stat(cc, PN_STAT_MAG_MISS);
 	spin_lock(&c->lock);
 	obj = pn_depot_alloc(c, cc, atomic, refilled);
+	pn_cc_held(cc);
 	spin_unlock(&c->lock);
 	if (obj)
 		pn_stat(cc, PN_STAT_ALLOC);
@@ -1036,6 +1105,7 @@ static void __percpu *pn_mag_alloc(struct pn_cache *c, bool atomic,
 	return obj;
 hit:
 	obj = m->objs[--m->nr];
+	WRITE_ONCE(cc->held, cc->held - 1);
 	pn_stat(cc, PN_STAT_MAG_HIT);
 	pn_stat(cc, PN_STAT_ALLOC);
 	local_unlock_irqrestore(&c->cpu->lock, flags);
@@ -1102,11 +1172,13 @@ static void pn_mag_free(struct pn_cache *c, void __percpu *obj)
 	pn_stat(cc, PN_STAT_MAG_MISS);
 	spin_lock(&c->lock);
 	pn_depot_free(c, cc, obj);
+	pn_cc_held(cc);
 	spin_unlock(&c->lock);
 	local_unlock_irqrestore(&c->cpu->lock, flags);
 	return;
 hit:
 	m->objs[m->nr++] = obj;
+	WRITE_ONCE(cc->held, cc->held + 1);
 	pn_stat(cc, PN_STAT_MAG_HIT);
 	local_unlock_irqrestore(&c->cpu->lock, flags);
 }
@@ -1150,12 +1222,35 @@ static void __percpu *pn_locked_alloc(struct pn_cache *c, bool atomic,
 	return obj;
 }
 
+/*
+ * True if @idx of @ch is free, or @ch is being released: a double free.
+ * The allocation site is copied out under the lock, for the report: once
+ * the lock and the RCU read side are dropped, @ch may be freed.
+ */
+static bool pn_double_free(struct pn_cache *c, struct pn_chunk *ch,
+			   unsigned int idx, unsigned long *site)
+{
+	lockdep_assert_held(&c->lock);
+	if (!ch->dead && !test_bit(idx, ch->free_map))
+		return false;
+	*site = ch->callers ? ch->callers[idx] : 0;
+	return true;
+}
+
+static void pn_report_double_free(struct pn_cache *c, unsigned int idx,
+				  unsigned long site)
+{
+	atomic_long_inc(&c->double_frees);
+	pr_err_ratelimited("%s: double free of object %u (allocated at %pS)\n",
+			   c->name, idx, (void *)site);
+}
+
 static void pn_locked_free(struct pn_cache *c, void __percpu *obj)
 {
-	bool debug = c->flags & PN_CACHE_DEBUG;
+	bool poison = (c->flags & PN_CACHE_DEBUG) && !c->ctor;
+	unsigned long flags, site;
 	unsigned int idx, cpu;
 	struct pn_chunk *ch;
-	unsigned long flags;
 
 	rcu_read_lock();
 	ch = pn_chunk_lookup(obj);
@@ -1169,26 +1264,60 @@ static void pn_locked_free(struct pn_cache *c, void __percpu *obj)
 	}
 	idx = pn_idx(c, ch, obj);
 	spin_lock_irqsave(&c->lock, flags);
-	if (ch->dead || test_bit(idx, ch->free_map)) {
+	if (pn_double_free(c, ch, idx, &site))
+		goto double_free;
+	if (poison) {
+		/*
+		 * Poison with the lock dropped: size x possible CPUs bytes
+		 * is too long to keep interrupts off.  The free bit is still
+		 * clear, so no allocation can hand the object out meanwhile;
+		 * a racing double free poisons too and is caught below.
+		 */
 		spin_unlock_irqrestore(&c->lock, flags);
-		rcu_read_unlock();
-		atomic_long_inc(&c->double_frees);
-		pr_err_ratelimited("%s: double free of object %u (allocated at %pS)\n",
-				   c->name, idx,
-				   debug ? (void *)ch->callers[idx] : NULL);
-		return;
-	}
-	/* Poison under the lock: the object cannot be re-allocated meanwhile. */
-	if (debug && !c->ctor)
 		for_each_possible_cpu(cpu)
 			memset(per_cpu_ptr(obj, cpu), PN_POISON, c->size);
+		spin_lock_irqsave(&c->lock, flags);
+		if (pn_double_free(c, ch, idx, &site))
+			goto double_free;
+	}
 	pn_chunk_put_idx(c, ch, idx);
 	spin_unlock_irqrestore(&c->lock, flags);
 	rcu_read_unlock();
 	pn_stat_op(c, PN_STAT_FREE);
+	return;
+
+double_free:
+	spin_unlock_irqrestore(&c->lock, flags);
+	rcu_read_unlock();
+	pn_report_double_free(c, idx, site);
 }
 
 /* ---- direct objects: one __alloc_percpu_gfp() each ---------------------- */
+
+/* Enter @obj of @c in pn_direct.  Returns 0 or -ENOMEM. */
+static int pn_direct_track(struct pn_cache *c, void __percpu *obj, gfp_t gfp)
+{
+	unsigned long flags;
+	int ret;
+
+	/* Metadata: not charged to the caller, and no warning. */
+	gfp = (gfp & ~(__GFP_ZERO | __GFP_ACCOUNT)) | __GFP_NOWARN;
+	if (gfpflags_allow_blocking(gfp))
+		return xa_insert_irq(&pn_direct, pn_addr(obj), c, gfp);
+	xa_lock_irqsave(&pn_direct, flags);
+	ret = __xa_insert(&pn_direct, pn_addr(obj), c, gfp);
+	xa_unlock_irqrestore(&pn_direct, flags);
+	return ret;
+}
+
+static void pn_direct_untrack(void __percpu *obj)
+{
+	unsigned long flags;
+
+	xa_lock_irqsave(&pn_direct, flags);
+	__xa_erase(&pn_direct, pn_addr(obj));
+	xa_unlock_irqrestore(&pn_direct, flags);
+}
 
 static void __percpu *pn_direct_alloc(struct pn_cache *c, size_t size,
 				      gfp_t gfp)
@@ -1199,10 +1328,10 @@ static void __percpu *pn_direct_alloc(struct pn_cache *c, size_t size,
 	obj = __alloc_percpu_gfp(size, c->align, gfp & ~__GFP_ZERO);
 	if (!obj)
 		return NULL;
-	if (c->ctor && c->ctor(obj, c->priv, gfp)) {
-		free_percpu(obj);
-		return NULL;
-	}
+	if (pn_direct_track(c, obj, gfp))
+		goto free;
+	if (c->ctor && c->ctor(obj, c->priv, gfp))
+		goto untrack;
 	atomic_long_inc(&c->direct_allocs);
 	if (c->sized) {
 		atomic_long_inc(&pn_sized_direct);
@@ -1211,24 +1340,93 @@ static void __percpu *pn_direct_alloc(struct pn_cache *c, size_t size,
 		pn_stat_op(c, PN_STAT_ALLOC);
 	}
 	return obj;
+
+untrack:
+	pn_direct_untrack(obj);
+free:
+	free_percpu(obj);
+	return NULL;
 }
 
-/* True (and @obj freed) if @obj is a direct object. */
-static bool pn_direct_free(struct pn_cache *c, void __percpu *obj)
+/* A direct object has left pn_direct: destruct, free, count. */
+static void pn_direct_release(struct pn_cache *c, void __percpu *obj)
 {
-	bool direct;
-
-	rcu_read_lock();
-	direct = !pn_chunk_lookup(obj);
-	rcu_read_unlock();
-	if (!direct)
-		return false;
 	if (c->dtor)
 		c->dtor(obj, c->priv);
 	free_percpu(obj);
-	atomic_long_dec(&c->nr_direct);
-	pn_stat_op(c, PN_STAT_FREE);
+	if (c->sized) {
+		atomic_long_dec(&pn_sized_direct);
+	} else {
+		atomic_long_dec(&c->nr_direct);
+		pn_stat_op(c, PN_STAT_FREE);
+	}
+}
+
+/*
+ * Free @obj if it is a direct object: true if it was one (freed, or
+ * queued for its destructor), or a second free of one (reported).  A
+ * destructor may sleep and this may run in any context, so a destructor
+ * cache's object is only marked here and destructed by drain_work.
+ */
+static bool pn_direct_free(struct pn_cache *c, void __percpu *obj)
+{
+	unsigned long flags, idx = pn_addr(obj);
+	struct pn_cache *owner;
+
+	xa_lock_irqsave(&pn_direct, flags);
+	owner = xa_load(&pn_direct, idx);
+	if (!owner) {
+		xa_unlock_irqrestore(&pn_direct, flags);
+		return false;
+	}
+	if (owner != c || xa_get_mark(&pn_direct, idx, PN_DIRECT_DYING)) {
+		xa_unlock_irqrestore(&pn_direct, flags);
+		if (owner != c) {
+			atomic_long_inc(&c->bad_frees);
+			pr_err_ratelimited("%s: free of an object of cache %s\n",
+					   c->name, owner->name);
+		} else {
+			atomic_long_inc(&c->double_frees);
+			pr_err_ratelimited("%s: double free of a direct object\n",
+					   c->name);
+		}
+		return true;
+	}
+	if (c->dtor) {
+		__xa_set_mark(&pn_direct, idx, PN_DIRECT_DYING);
+		xa_unlock_irqrestore(&pn_direct, flags);
+		queue_work(pn_maint_wq, &c->drain_work);
+		return true;
+	}
+	__xa_erase(&pn_direct, idx);
+	xa_unlock_irqrestore(&pn_direct, flags);
+	pn_direct_release(c, obj);
 	return true;
+}
+
+/*
+ * Destruct and free @c's direct objects that pn_direct_free() marked.
+ * Returns how many.
+ */
+static unsigned long pn_direct_reap(struct pn_cache *c)
+{
+	unsigned long idx, flags, n = 0;
+	struct pn_cache *owner;
+
+	might_sleep();
+	xa_for_each_marked(&pn_direct, idx, owner, PN_DIRECT_DYING) {
+		if (owner != c)
+			continue;
+		xa_lock_irqsave(&pn_direct, flags);
+		owner = __xa_cmpxchg(&pn_direct, idx, c, NULL, GFP_NOWAIT);
+		xa_unlock_irqrestore(&pn_direct, flags);
+		if (owner != c)
+			continue;
+		pn_direct_release(c, (__force void __percpu *)idx);
+		n++;
+		cond_resched();
+	}
+	return n;
 }
 
 /* ---- cache API ---------------------------------------------------------- */
@@ -1329,8 +1527,9 @@ EXPORT_SYMBOL_GPL(pn_cache_alloc);
  * @obj: the object, or NULL
  *
  * If the cache has a constructor, @obj must be in its constructed state
- * (see pn_cache_create()).  Never allocates.  The destructor of an object
- * from an accounted allocation runs here, in the caller's context.
+ * (see pn_cache_create()).  Never allocates, never sleeps.  The destructor
+ * of an object from an accounted allocation runs later, from the cache's
+ * work item.
  *
  * Context: As pn_cache_alloc() with a non-blocking gfp.
  */
@@ -1350,10 +1549,11 @@ EXPORT_SYMBOL_GPL(pn_cache_free);
 
 /*
  * Reclaim from one cache: flush full depot magazines PN_RECLAIM_BATCH at a
- * time (the lock is dropped in between, so interrupts are never off for a
- * whole depot), unlink free chunks beyond the reserve (all free chunks if
- * @all), free surplus empty magazines.  Stops once @nr objects were
- * scanned.  The unlinked chunks are released here (process context, no
+ * time and unlink free chunks PN_RECLAIM_CHUNKS at a time (the lock is
+ * dropped in between, so interrupts are never off for a whole depot or
+ * chunk list), beyond the reserve (all free chunks if @all), and free
+ * surplus empty magazines.  Stops once @nr objects were scanned.  The
+ * unlinked chunks are released here (process context, no
  * lock held: destructors run), or with @defer (the shrinker: memory
  * reclaim must not run destructors) handed to drain_work.  Returns the
  * objects released, or handed over for release.
@@ -1387,7 +1587,8 @@ static unsigned long pn_cache_reclaim(struct pn_cache *c, unsigned long nr,
 		}
 		if (seen < nr) {
 			unsigned long n = pn_chunks_unlink_free(c, &chunks,
-								nr - seen, all);
+					min(nr - seen, PN_RECLAIM_CHUNKS * c->nr_objs),
+					all);
 
 			seen += n;
 			progress |= n;
@@ -1435,10 +1636,11 @@ static void pn_drain_fn(struct work_struct *work)
 
 /*
  * Empty every online CPU's magazines, each by a work item on that CPU
- * under its local lock.  A CPU with no magazine attached is skipped (a
- * racy hint: one attached meanwhile is left, as after any drain).
+ * under its local lock.  A CPU with no magazine attached is skipped, and
+ * with @held_only one whose magazines hold nothing (racy hints: what
+ * changes meanwhile is left, as after any drain).
  */
-static void pn_drain_all_cpus(struct pn_cache *c)
+static void pn_drain_all_cpus(struct pn_cache *c, bool held_only)
 {
 	struct pn_drain_work *dw;
 	struct pn_cpu_cache *cc;
@@ -1452,6 +1654,8 @@ static void pn_drain_all_cpus(struct pn_cache *c)
 		cc = per_cpu_ptr(c->cpu, cpu);
 		dw->cache = NULL;
 		if (!READ_ONCE(cc->loaded) && !READ_ONCE(cc->prev))
+			continue;
+		if (held_only && !READ_ONCE(cc->held))
 			continue;
 		dw->cache = c;
 		INIT_WORK(&dw->work, pn_drain_fn);
@@ -1475,19 +1679,23 @@ static void pn_drain_all_cpus(struct pn_cache *c)
 static void pn_drain_work_fn(struct work_struct *work)
 {
 	struct pn_cache *c = container_of(work, struct pn_cache, drain_work);
-	unsigned long flags;
+	unsigned long flags, budget;
 	LIST_HEAD(chunks);
 	bool drain;
 
+	pn_direct_reap(c);
 	spin_lock_irqsave(&c->lock, flags);
 	list_splice_init(&c->chunks_dying, &chunks);
 	drain = c->drain_wanted;
+	budget = c->drain_budget;
 	c->drain_wanted = false;
+	c->drain_budget = 0;
 	spin_unlock_irqrestore(&c->lock, flags);
 	pn_chunks_release(c, &chunks, NULL);
 	if (drain) {
-		pn_drain_all_cpus(c);
-		pn_cache_reclaim(c, ULONG_MAX, NULL, false, false);
+		/* Only CPUs that hold objects; then what the scans wanted. */
+		pn_drain_all_cpus(c, true);
+		pn_cache_reclaim(c, budget, NULL, false, false);
 	}
 }
 
@@ -1500,15 +1708,16 @@ static void pn_drain_work_fn(struct work_struct *work)
  * the depot is flushed, free chunks beyond the reserve for non-blocking
  * callers are destructed and released.
  *
- * Context: Process context, may sleep; not from memory reclaim (it takes
- * the CPU hotplug lock).  No pcpu_next lock is held while destructors run.
+ * Context: Process context, may sleep.  It takes the CPU hotplug lock:
+ * not from memory reclaim, not from a CPU hotplug callback, not with
+ * cpus_read_lock() held.  No pcpu_next lock is held while destructors run.
  * Return: the number of objects released with their chunks.
  */
 unsigned long pn_cache_shrink(struct pn_cache *cache)
 {
 	might_sleep();
 	if (!(cache->flags & PN_CACHE_LOCKED))
-		pn_drain_all_cpus(cache);
+		pn_drain_all_cpus(cache, false);
 	return pn_cache_reclaim(cache, ULONG_MAX, NULL, false, false);
 }
 EXPORT_SYMBOL_GPL(pn_cache_shrink);
@@ -1677,8 +1886,10 @@ static void pn_cache_free_struct(struct pn_cache *c)
  * what is left is released when pcpu_next is unloaded, as
  * kmem_cache_destroy() leaves a cache with objects in place.
  *
- * Context: Process context, may sleep.  Not from a constructor or
- * destructor of @cache.
+ * Context: Process context, may sleep.  It waits for the cache's work
+ * items, which run its constructor and destructor and take the CPU hotplug
+ * lock: not from a constructor or destructor of @cache, not holding a lock
+ * they take, not from a CPU hotplug callback.
  * Return: the number of objects that were still allocated.
  */
 unsigned long pn_cache_destroy(struct pn_cache *cache)
@@ -1702,6 +1913,7 @@ unsigned long pn_cache_destroy(struct pn_cache *cache)
 	pn_cache_put(c);
 	wait_for_completion(&c->unpinned);
 	cancel_work_sync(&c->drain_work);
+	pn_direct_reap(c);
 	WRITE_ONCE(c->dead, true);
 	cancel_work_sync(&c->maint_work);
 	cpuhp_state_remove_instance_nocalls(pn_cpuhp_state, &c->cpuhp_node);
@@ -1865,7 +2077,10 @@ static struct pn_cache *pn_size_class(size_t size, size_t align)
 {
 	size_t sz;
 
-	if (!size || size > PN_ALLOC_MAX_SIZE || !align ||
+	/* As __alloc_percpu_gfp(): 0 asks for no particular alignment. */
+	if (!align)
+		align = 1;
+	if (!size || size > PN_ALLOC_MAX_SIZE ||
 	    !is_power_of_2(align) || align > PAGE_SIZE)
 		return NULL;
 	sz = max3(size, align, (size_t)8);
@@ -1878,7 +2093,7 @@ static struct pn_cache *pn_size_class(size_t size, size_t align)
 /**
  * pn_alloc_percpu_gfp() - drop-in replacement for __alloc_percpu_gfp()
  * @size: bytes, 1 .. PN_ALLOC_MAX_SIZE
- * @align: alignment, a power of two up to PAGE_SIZE
+ * @align: alignment, 0 or a power of two up to PAGE_SIZE
  * @gfp: allocation flags, as for pn_cache_alloc() (__GFP_ACCOUNT requests
  *	 are charged to the caller's memcg by the kernel's allocator)
  *
@@ -1943,9 +2158,10 @@ void pn_free_percpu(void __percpu *ptr)
 		return;
 	c = pn_cache_of(ptr);
 	if (!c && atomic_long_read(&pn_sized_direct)) {
-		free_percpu(ptr);
-		atomic_long_dec(&pn_sized_direct);
-		return;
+		c = xa_load(&pn_direct, pn_addr(ptr));
+		if (c && c->sized && pn_direct_free(c, ptr))
+			return;
+		c = NULL;
 	}
 	if (unlikely(!c || !c->sized)) {
 		pr_err_ratelimited("%s() of a pointer that pn_alloc_percpu_gfp() did not return\n",
@@ -1959,9 +2175,25 @@ EXPORT_SYMBOL_GPL(pn_free_percpu);
 /* ---- reclaim, hotplug -------------------------------------------------- */
 
 /*
+ * Objects the online CPUs' magazines hold: one racy load per CPU (an
+ * offline CPU's magazines were drained when it went).
+ */
+static unsigned long pn_cache_cpu_held(struct pn_cache *c)
+{
+	unsigned long n = 0;
+	unsigned int cpu;
+
+	if (!READ_ONCE(c->nr_cpu_mags))
+		return 0;
+	for_each_online_cpu(cpu)
+		n += READ_ONCE(per_cpu_ptr(c->cpu, cpu)->held);
+	return n;
+}
+
+/*
  * What a scan can reach: full depot magazines, the free chunks it would
  * release (the rule of pn_chunks_unlink_free()), and what the CPUs'
- * magazines may hold (for those the scan queues drain_work).
+ * magazines hold (for those the scan queues drain_work).
  */
 static unsigned long pn_cache_reclaimable(struct pn_cache *c)
 {
@@ -1972,8 +2204,7 @@ static unsigned long pn_cache_reclaimable(struct pn_cache *c)
 	if (fr > keep)
 		chunks = min(READ_ONCE(c->nr_free_chunks), (fr - keep) / c->nr_objs);
 	return (unsigned long)READ_ONCE(c->nr_full_mags) * c->mag_cap +
-	       chunks * c->nr_objs +
-	       (unsigned long)READ_ONCE(c->nr_cpu_mags) * c->mag_cap;
+	       chunks * c->nr_objs + pn_cache_cpu_held(c);
 }
 
 static unsigned long pn_reclaim_count(void)
@@ -2021,9 +2252,11 @@ static unsigned long pn_shrink(unsigned long nr, unsigned long *scanned,
 	list_for_each_entry_safe(c, tc, &todo, shrink_node) {
 		if (seen < nr) {
 			freed += pn_cache_reclaim(c, nr - seen, &seen, false, true);
-			if (seen < nr && READ_ONCE(c->nr_cpu_mags)) {
+			/* What is left to find is in the CPUs' magazines. */
+			if (seen < nr && pn_cache_cpu_held(c)) {
 				spin_lock_irqsave(&c->lock, flags);
 				c->drain_wanted = true;
+				c->drain_budget = max(c->drain_budget, nr - seen);
 				spin_unlock_irqrestore(&c->lock, flags);
 				queue_work(pn_maint_wq, &c->drain_work);
 			}
@@ -2229,6 +2462,21 @@ VISIBLE_IF_KUNIT unsigned int pn_cache_objs_per_chunk(struct pn_cache *cache)
 	return cache->nr_objs;
 }
 EXPORT_SYMBOL_IF_KUNIT(pn_cache_objs_per_chunk);
+
+/**
+ * pn_cache_mag_bytes() - the size of one of a cache's magazines
+ * @cache: the cache
+ *
+ * Context: Any context.
+ * Return: what pn_mag_new() asks kmalloc() for.
+ */
+VISIBLE_IF_KUNIT size_t pn_cache_mag_bytes(struct pn_cache *cache)
+{
+	struct pn_mag *m;
+
+	return struct_size(m, objs, cache->mag_cap);
+}
+EXPORT_SYMBOL_IF_KUNIT(pn_cache_mag_bytes);
 #endif
 
 /* ---- debugfs ------------------------------------------------------------ */
@@ -2299,12 +2547,15 @@ static void pn_free_dead_caches(void)
 {
 	struct pn_chunk *ch, *tch;
 	struct pn_cache *c, *tc;
+	unsigned long idx;
 	LIST_HEAD(chunks);
 	bool any = false;
 
 	mutex_lock(&pn_caches_lock);
 	list_for_each_entry_safe(c, tc, &pn_dead_caches, node) {
 		any = true;
+		/* A late free of a direct object may have queued it. */
+		cancel_work_sync(&c->drain_work);
 		list_del(&c->node);
 		list_splice_init(&c->chunks_free, &chunks);
 		list_splice_init(&c->chunks_partial, &chunks);
@@ -2320,6 +2571,10 @@ static void pn_free_dead_caches(void)
 	mutex_unlock(&pn_caches_lock);
 	if (any)
 		mtree_destroy(&pn_chunk_tree);
+	/* The dead caches' direct objects, likewise. */
+	xa_for_each(&pn_direct, idx, c)
+		free_percpu((__force void __percpu *)idx);
+	xa_destroy(&pn_direct);
 }
 
 /**

@@ -16,6 +16,7 @@
 #ifndef _PCPU_NEXT_INTERNAL_PCPU_ALLOC_H
 #define _PCPU_NEXT_INTERNAL_PCPU_ALLOC_H
 
+#include <linux/list.h>
 #include <linux/types.h>
 
 #include <pcpu_next/pcpu_alloc.h>
@@ -43,7 +44,16 @@ extern unsigned long pn_cpu_cache_bytes;
 
 /* Test hooks: the chunk-creation and release fault sites, this task. */
 void pn_alloc_fail_chunks(unsigned int n);
-void pn_alloc_fail_releases(unsigned int n);
+void pn_alloc_fail_releases(unsigned int n, unsigned int skip);
+
+/* A release batch as reclaim makes it: every free chunk, then release. */
+unsigned long pn_cache_unlink_free_chunks(struct pn_cache *cache,
+					  struct list_head *out);
+unsigned long pn_chunks_release(struct pn_cache *c, struct list_head *list,
+				unsigned long *failed);
+
+/* The bytes of one of the cache's magazines, as kmalloc() is asked. */
+size_t pn_cache_mag_bytes(struct pn_cache *cache);
 
 /* Reclaim as the shrinker does it, and waiting for what it queued. */
 unsigned long pn_alloc_reclaim_count(void);

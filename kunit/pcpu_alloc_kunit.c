@@ -32,6 +32,7 @@
 #include <linux/smp.h>
 #include <linux/string.h>
 #include <linux/workqueue.h>
+#include <trace/events/kmem.h>
 
 #include <pcpu_next/compat.h>
 #include <pcpu_next/pcpu_alloc.h>
@@ -902,11 +903,108 @@ static void pn_test_accounted(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, st.chunks, 0ULL);
 	KUNIT_EXPECT_EQ(test, st.direct_live, 1ULL);
 	pn_cache_free(c, p);
+	/* The destructor runs from the cache's work, in process context. */
+	pn_cache_flush_work(c);
 	KUNIT_EXPECT_EQ(test, atomic_read(&s.dtor), 1);
 	pn_cache_get_stats(c, &st);
 	KUNIT_EXPECT_EQ(test, st.direct_live, 0ULL);
 	PN_EXPECT_IN_USE(test, &st, 0);
 	KUNIT_EXPECT_EQ(test, pn_cache_destroy(c), 0UL);
+}
+
+/*
+ * Review F3: a destructor may sleep, and pn_cache_free() may be called
+ * under a spinlock; an accounted object's destructor must not run there.
+ */
+static struct {
+	atomic_t runs;
+	atomic_t atomic;
+} pn_dtor_ctx;
+
+static void pn_dtor_note_ctx(void __percpu *obj, void *priv)
+{
+	atomic_inc(&pn_dtor_ctx.runs);
+	if (!preemptible() || rcu_preempt_depth())
+		atomic_inc(&pn_dtor_ctx.atomic);
+	might_sleep();
+}
+
+static int pn_ctor_any_ok(void __percpu *obj, void *priv, gfp_t gfp)
+{
+	return 0;
+}
+
+static void pn_test_accounted_dtor_context(struct kunit *test)
+{
+	static DEFINE_SPINLOCK(lock);
+	struct pn_cache *c;
+	void __percpu *p;
+
+	atomic_set(&pn_dtor_ctx.runs, 0);
+	atomic_set(&pn_dtor_ctx.atomic, 0);
+	c = pn_kunit_cache(test, "kunit-dtorctx", 32, 0, pn_ctor_any_ok,
+			   pn_dtor_note_ctx, NULL);
+	p = pn_cache_alloc(c, GFP_KERNEL_ACCOUNT);
+	KUNIT_ASSERT_NE(test, pn_kaddr(p), 0UL);
+	spin_lock(&lock);
+	pn_cache_free(c, p);
+	spin_unlock(&lock);
+	pn_cache_flush_work(c);
+	KUNIT_EXPECT_EQ(test, atomic_read(&pn_dtor_ctx.runs), 1);
+	KUNIT_EXPECT_EQ(test, atomic_read(&pn_dtor_ctx.atomic), 0);
+	KUNIT_EXPECT_EQ(test, pn_cache_destroy(c), 0UL);
+}
+
+/*
+ * Review F6: a direct object freed twice is reported, not handed to
+ * free_percpu() twice, and another live direct object keeps its count;
+ * with and without a destructor (whose objects wait for the cache's work).
+ */
+static void pn_test_direct_double_free(struct kunit *test)
+{
+	struct pn_ctor_state s = { .fail_at = -1 };
+	struct pn_cache_stats st;
+	void __percpu *p, *q;
+	struct pn_cache *c;
+	unsigned int pass;
+
+	for (pass = 0; pass < 2; pass++) {
+		if (pass)
+			c = pn_kunit_cache(test, "kunit-ddf-dtor", 32, PN_CACHE_DEBUG,
+					   pn_ctor, pn_dtor, &s);
+		else
+			c = pn_kunit_cache(test, "kunit-ddf", 32, PN_CACHE_DEBUG,
+					   NULL, NULL, NULL);
+		p = pn_cache_alloc(c, GFP_KERNEL_ACCOUNT);
+		KUNIT_ASSERT_NE(test, pn_kaddr(p), 0UL);
+		q = pn_cache_alloc(c, GFP_KERNEL_ACCOUNT);
+		KUNIT_ASSERT_NE(test, pn_kaddr(q), 0UL);
+		pn_cache_free(c, p);
+		pn_cache_free(c, p);
+		pn_cache_flush_work(c);
+		pn_cache_get_stats(c, &st);
+		KUNIT_EXPECT_EQ_MSG(test, st.double_frees + st.bad_frees, 1ULL, "pass %u", pass);
+		KUNIT_EXPECT_EQ_MSG(test, st.direct_live, 1ULL, "pass %u", pass);
+		pn_cache_free(c, q);
+		pn_cache_flush_work(c);
+		pn_cache_get_stats(c, &st);
+		KUNIT_EXPECT_EQ_MSG(test, st.direct_live, 0ULL, "pass %u", pass);
+		KUNIT_EXPECT_EQ(test, pn_cache_destroy(c), 0UL);
+	}
+	KUNIT_EXPECT_EQ(test, atomic_read(&s.ctor), 2);
+	KUNIT_EXPECT_EQ(test, atomic_read(&s.dtor), 2);
+}
+
+/* Review F12: like __alloc_percpu_gfp(), the sized API takes align 0. */
+static void pn_test_sized_align_zero(struct kunit *test)
+{
+	void __percpu *p = pn_alloc_percpu_gfp(24, 0, GFP_KERNEL);
+
+	KUNIT_ASSERT_NE(test, pn_kaddr(p), 0UL);
+	KUNIT_EXPECT_EQ(test, pn_kaddr(p) % sizeof(u64), 0UL);
+	KUNIT_EXPECT_TRUE(test, pn_all_bytes(p, 24, 0));
+	pn_free_percpu(p);
+	KUNIT_EXPECT_EQ(test, pn_kaddr(pn_alloc_percpu_gfp(24, 3, GFP_KERNEL)), 0UL);
 }
 
 /* The constructor sees the request's gfp (a GFP_NOFS caller stays NOFS). */
@@ -946,11 +1044,6 @@ struct pn_nest_state {
 };
 
 static struct pn_nest_state pn_nest;
-
-static int pn_ctor_any_ok(void __percpu *obj, void *priv, gfp_t gfp)
-{
-	return 0;
-}
 
 static void pn_nest_dtor(void __percpu *obj, void *priv)
 {
@@ -1085,6 +1178,69 @@ static void pn_test_shrink_budget(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, pn_cache_scan(x->c, 3 * st0.mag_cap + 1), 4 * st0.mag_cap);
 	pn_cache_get_stats(x->c, &st);
 	KUNIT_EXPECT_EQ(test, st.full_mags + 5, st0.full_mags);
+	pn_cache_shrink(x->c);
+	KUNIT_EXPECT_EQ(test, pn_cache_destroy(x->c), 0UL);
+}
+
+/*
+ * Review F4: the shrinker counts what the CPUs' magazines hold, not what
+ * they could hold.  One CPU allocates a magazine's worth and a bit, so
+ * it keeps a magazine that is empty or nearly: the count grows by what it
+ * holds, and a scan that finds nothing else drains no empty magazine.
+ */
+struct pn_held_arg {
+	struct pn_cache *c;
+	void __percpu *p[64];
+	unsigned int n;
+};
+
+static long pn_alloc_n(void *arg)
+{
+	struct pn_held_arg *x = arg;
+	unsigned int i;
+
+	for (i = 0; i < x->n; i++)
+		x->p[i] = pn_cache_alloc(x->c, GFP_KERNEL);
+	return 0;
+}
+
+static void pn_test_count_held(struct kunit *test)
+{
+	struct pn_cache_stats st0, st;
+	struct pn_held_arg *x;
+	unsigned long before;
+	unsigned int i, cpu, held;
+
+	if (pn_alloc_debug_forced())
+		kunit_skip(test, "alloc_debug=1: no magazines to test");
+	x = kunit_kzalloc(test, sizeof(*x), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, x);
+	x->c = pn_kunit_cache(test, "kunit-held", 64, 0, NULL, NULL, NULL);
+	pn_cache_get_stats(x->c, &st0);
+	KUNIT_ASSERT_GE(test, st0.mag_cap, 2ULL);
+	x->n = min_t(u64, st0.mag_cap + 1, ARRAY_SIZE(x->p));
+	before = pn_alloc_reclaim_count();
+
+	cpus_read_lock();
+	cpu = cpumask_first(cpu_online_mask);
+	work_on_cpu(cpu, pn_alloc_n, x);
+	cpus_read_unlock();
+	for (i = 0; i < x->n; i++)
+		KUNIT_ASSERT_NE(test, pn_kaddr(x->p[i]), 0UL);
+	held = pn_cache_cpu_objects(x->c, cpu);
+	pn_cache_get_stats(x->c, &st0);
+	KUNIT_EXPECT_LT(test, (u64)held, st0.mag_cap);
+	KUNIT_EXPECT_EQ(test, pn_alloc_reclaim_count() - before, (unsigned long)held);
+
+	if (!held) {
+		/* Nothing to find anywhere in this cache: nothing drained. */
+		pn_alloc_reclaim(1024);
+		pn_cache_flush_work(x->c);
+		pn_cache_get_stats(x->c, &st);
+		KUNIT_EXPECT_EQ(test, st.empty_mags, st0.empty_mags);
+	}
+	for (i = 0; i < x->n; i++)
+		pn_cache_free(x->c, x->p[i]);
 	pn_cache_shrink(x->c);
 	KUNIT_EXPECT_EQ(test, pn_cache_destroy(x->c), 0UL);
 }
@@ -1297,9 +1453,9 @@ static void pn_test_release_erase_fails(struct kunit *test)
 	pn_cache_free(c, p);
 	pn_cache_get_stats(c, &st);
 	undone = st.release_fails;
-	pn_alloc_fail_releases(1);
+	pn_alloc_fail_releases(1, 0);
 	pn_cache_shrink(c);
-	pn_alloc_fail_releases(0);
+	pn_alloc_fail_releases(0, 0);
 	rcu_barrier();
 	pn_cache_get_stats(c, &st);
 	KUNIT_EXPECT_EQ(test, st.release_fails, undone + 1);
@@ -1311,6 +1467,111 @@ static void pn_test_release_erase_fails(struct kunit *test)
 	KUNIT_EXPECT_NULL(test, pn_cache_of(p));
 	KUNIT_EXPECT_EQ(test, pn_cache_destroy(c), 0UL);
 	KUNIT_EXPECT_EQ(test, atomic_read(&s.dtor), atomic_read(&s.ctor));
+}
+
+/*
+ * Review F1: a release that fails after one that succeeded must link its
+ * chunk back without writing into the released chunk, whose struct an RCU
+ * callback frees.  So every chunk leaves the batch list before its
+ * release, and the list is empty when pn_chunks_release() returns.
+ */
+static void pn_test_release_fails_after_success(struct kunit *test)
+{
+	unsigned long saved = pn_cpu_cache_bytes, failed = 0;
+	struct pn_cache_stats st;
+	void __percpu *p[2];
+	struct pn_cache *c;
+	LIST_HEAD(list);
+	unsigned int i;
+
+	if (!IS_ENABLED(CONFIG_FAULT_INJECTION))
+		kunit_skip(test, "needs CONFIG_FAULT_INJECTION");
+	/* No magazines, one object a chunk: two frees, two free chunks. */
+	WRITE_ONCE(pn_cpu_cache_bytes, 0);
+	c = pn_cache_create("kunit-relfail", PN_ALLOC_MAX_SIZE, 0, 0, NULL, NULL, NULL);
+	WRITE_ONCE(pn_cpu_cache_bytes, saved);
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, c);
+	KUNIT_ASSERT_EQ(test, pn_cache_objs_per_chunk(c), 1U);
+	for (i = 0; i < ARRAY_SIZE(p); i++) {
+		p[i] = pn_cache_alloc(c, GFP_KERNEL);
+		KUNIT_ASSERT_NE(test, pn_kaddr(p[i]), 0UL);
+	}
+	for (i = 0; i < ARRAY_SIZE(p); i++)
+		pn_cache_free(c, p[i]);
+	KUNIT_ASSERT_EQ(test, pn_cache_unlink_free_chunks(c, &list), 2UL);
+
+	pn_alloc_fail_releases(1, 1);	/* the first succeeds, the second fails */
+	pn_chunks_release(c, &list, &failed);
+	pn_alloc_fail_releases(0, 0);
+	KUNIT_EXPECT_TRUE(test, list_empty(&list));
+	KUNIT_EXPECT_EQ(test, failed, 1UL);
+	rcu_barrier();
+	pn_cache_get_stats(c, &st);
+	KUNIT_EXPECT_EQ(test, st.chunks, 1ULL);
+	KUNIT_EXPECT_EQ(test, st.chunk_releases, 1ULL);
+	KUNIT_EXPECT_EQ(test, st.release_fails, 1ULL);
+	INIT_LIST_HEAD(&list);	/* before the fix it still names the freed chunk */
+	KUNIT_EXPECT_EQ(test, pn_cache_destroy(c), 0UL);
+}
+
+#ifdef CONFIG_TRACEPOINTS
+/* What pn_test_mag_gfp() records of the kmalloc() calls it makes. */
+static struct {
+	struct task_struct *task;
+	size_t bytes;
+	atomic_t seen;
+	atomic_t nofail;
+} pn_magtrace;
+
+static void pn_probe_kmalloc(void *data, unsigned long call_site,
+			     const void *ptr, size_t bytes_req,
+			     size_t bytes_alloc, gfp_t gfp, int node)
+{
+	if (current != READ_ONCE(pn_magtrace.task) ||
+	    bytes_req != READ_ONCE(pn_magtrace.bytes))
+		return;
+	atomic_inc(&pn_magtrace.seen);
+	if (gfp & __GFP_NOFAIL)
+		atomic_inc(&pn_magtrace.nofail);
+}
+#endif
+
+/*
+ * Review F11: a magazine is optional, so its allocation must not inherit
+ * a request's __GFP_NOFAIL (fault injection skips __GFP_NOFAIL requests,
+ * so the kmalloc tracepoint watches the flags instead).
+ */
+static void pn_test_mag_gfp(struct kunit *test)
+{
+#ifdef CONFIG_TRACEPOINTS
+	void __percpu *p[8];
+	struct pn_cache *c;
+	unsigned int i;
+
+	c = pn_kunit_cache(test, "kunit-nofail", 64, 0, NULL, NULL, NULL);
+	if (pn_alloc_debug_forced())
+		kunit_skip(test, "alloc_debug=1: no magazines");
+	pn_magtrace.bytes = pn_cache_mag_bytes(c);
+	atomic_set(&pn_magtrace.seen, 0);
+	atomic_set(&pn_magtrace.nofail, 0);
+	WRITE_ONCE(pn_magtrace.task, current);
+	KUNIT_ASSERT_EQ(test, register_trace_kmalloc(pn_probe_kmalloc, NULL), 0);
+	for (i = 0; i < ARRAY_SIZE(p); i++)
+		p[i] = pn_cache_alloc(c, GFP_KERNEL | __GFP_NOFAIL);
+	unregister_trace_kmalloc(pn_probe_kmalloc, NULL);
+	tracepoint_synchronize_unregister();
+	WRITE_ONCE(pn_magtrace.task, NULL);
+	for (i = 0; i < ARRAY_SIZE(p); i++) {
+		KUNIT_EXPECT_NE(test, pn_kaddr(p[i]), 0UL);
+		pn_cache_free(c, p[i]);
+	}
+	/* The first request grew the cache and gave the depot a magazine. */
+	KUNIT_EXPECT_GT(test, atomic_read(&pn_magtrace.seen), 0);
+	KUNIT_EXPECT_EQ(test, atomic_read(&pn_magtrace.nofail), 0);
+	KUNIT_EXPECT_EQ(test, pn_cache_destroy(c), 0UL);
+#else
+	kunit_skip(test, "CONFIG_TRACEPOINTS is off");
+#endif
 }
 
 /* ---- debug mode --------------------------------------------------------- */
@@ -1442,13 +1703,19 @@ static struct kunit_case pn_alloc_cases[] = {
 	KUNIT_CASE(pn_test_nonblocking),
 	KUNIT_CASE(pn_test_atomic_reserve),
 	KUNIT_CASE(pn_test_accounted),
+	KUNIT_CASE(pn_test_accounted_dtor_context),
+	KUNIT_CASE(pn_test_direct_double_free),
+	KUNIT_CASE(pn_test_sized_align_zero),
 	KUNIT_CASE(pn_test_ctor_gfp),
 	KUNIT_CASE(pn_test_dtor_uses_api),
 	KUNIT_CASE(pn_test_cache_bytes_bound),
 	KUNIT_CASE(pn_test_shrink_budget),
+	KUNIT_CASE(pn_test_count_held),
 	KUNIT_CASE(pn_test_grow_vs_shrinker),
 	KUNIT_CASE(pn_test_free_does_not_allocate),
 	KUNIT_CASE(pn_test_release_erase_fails),
+	KUNIT_CASE(pn_test_release_fails_after_success),
+	KUNIT_CASE(pn_test_mag_gfp),
 	KUNIT_CASE(pn_test_debug_mode),
 	KUNIT_CASE(pn_test_tracepoints),
 	{}

@@ -33,7 +33,8 @@ struct pn_cache;
  * typedef pn_ctor_t - object constructor
  * @obj: the object, on every possible CPU
  * @priv: the private pointer given to pn_cache_create()
- * @gfp: the allocation flags of the request that needs the object; any
+ * @gfp: the allocation flags of the request that needs the object,
+ *	 without __GFP_ZERO and __GFP_ACCOUNT, with __GFP_NOWARN; any
  *	 memory the constructor allocates must honour them (a GFP_NOFS
  *	 caller must not recurse into the filesystem through a constructor)
  *
@@ -58,8 +59,8 @@ typedef int (*pn_ctor_t)(void __percpu *obj, void *priv, gfp_t gfp);
  * pcpu_next lock held: from the cache's work item (after memory reclaim
  * asked for memory back), from pn_cache_shrink() or pn_cache_destroy().
  * It may sleep, and may create, use and destroy other caches.  For an
- * object of an accounted request it runs in pn_cache_free(), in the
- * caller's context.
+ * object of an accounted request it runs after pn_cache_free(), from the
+ * cache's work item.
  */
 typedef void (*pn_dtor_t)(void __percpu *obj, void *priv);
 
@@ -98,9 +99,12 @@ typedef void (*pn_dtor_t)(void __percpu *obj, void *priv);
  * @full_mags: full magazines in the depot
  * @empty_mags: empty magazines in the depot
  * @cpu_cached: objects in per-CPU magazines
- * @double_frees: debug mode: frees of an already free object
+ * @double_frees: frees of an already free object, seen where a free is
+ *	checked: in debug mode, in a magazine-less cache, in a magazine flush,
+ *	and for direct objects
  * @poison_errors: debug mode: free objects found modified at alloc
- * @bad_frees: debug mode: pointers that are not an object of the cache
+ * @bad_frees: pointers that are not an object of the cache, seen where
+ *	@double_frees are
  * @mem_bytes: memory held: chunks on every possible CPU, plus metadata
  */
 struct pn_cache_stats {
