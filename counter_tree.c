@@ -409,6 +409,56 @@ void pn_ctree_accuracy(const struct pn_ctree_topo *t, unsigned int batch_order,
 	pn_ctree_shape(t, batch_order, nr_level0, under, over, NULL);
 }
 
+/**
+ * pn_ctree_batch_within() - the largest batch whose range fits a bound
+ * @t: the topology
+ * @nr_level0: number of level-0 counters (possible CPUs)
+ * @bound: the largest under and over allowed
+ *
+ * Context: Any context.
+ * Return: the largest power of two from 2 to 2^(PN_CTREE_RANGE_ORDER -
+ * @t->order) whose accuracy range (pn_ctree_accuracy()) is within @bound
+ * on both sides; 2 if none is.
+ */
+unsigned long pn_ctree_batch_within(const struct pn_ctree_topo *t,
+				    unsigned int nr_level0, unsigned long bound)
+{
+	unsigned int b = PN_CTREE_RANGE_ORDER - t->order;
+	unsigned long u, o;
+
+	for (; b > 1; b--) {
+		pn_ctree_shape(t, b, nr_level0, &u, &o, NULL);
+		if (max(u, o) <= bound)
+			break;
+	}
+	return 1UL << b;
+}
+
+/**
+ * pn_ctree_default_batch() - the batch for a tree that replaces a
+ *			      percpu_counter
+ *
+ * PN_CTREE_BATCH (32), the batch of HPCC's rss_stat patch, whatever the
+ * machine size: the tree's bound then grows as CPUs x levels, not as
+ * CPUs^2.  Smaller where 32 would make the tree less accurate than
+ * percpu_counter with the kernel's batch, max(32, 2 x CPUs), which drifts
+ * by up to (batch - 1) per CPU (12 possible CPUs: 16).  It depends on the
+ * possible CPUs only, so unlike percpu_counter_batch it never changes at
+ * CPU hotplug.
+ *
+ * Context: Any context, after module init.
+ * Return: a power of two, at most PN_CTREE_BATCH.
+ */
+unsigned long pn_ctree_default_batch(void)
+{
+	unsigned long p = num_possible_cpus();
+
+	return min(PN_CTREE_BATCH,
+		   pn_ctree_batch_within(&pn_ctree_topo, p,
+					 (max(32UL, 2 * p) - 1) * p));
+}
+EXPORT_SYMBOL_GPL(pn_ctree_default_batch);
+
 #if IS_ENABLED(CONFIG_KUNIT)
 /**
  * pn_ctree_topology() - the topology chosen at module init

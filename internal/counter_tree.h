@@ -9,6 +9,7 @@
  *
  *	struct pn_ctree_topo, PN_CTREE_MAX_*	library, harness, KUnit
  *	pn_ctree_topo_compute()			library, harness bench, KUnit
+ *	pn_ctree_batch_within()			library, KUnit
  *	pn_ctree_accuracy()			harness bench, KUnit
  *	pn_ctree_carry()			library fast path, KUnit
  *	pn_ctree_topology()			KUnit only
@@ -62,6 +63,8 @@ void pn_ctree_topo_compute(unsigned int order, struct pn_ctree_topo *t);
 void pn_ctree_accuracy(const struct pn_ctree_topo *t, unsigned int batch_order,
 		       unsigned int nr_level0, unsigned long *under,
 		       unsigned long *over);
+unsigned long pn_ctree_batch_within(const struct pn_ctree_topo *t,
+				    unsigned int nr_level0, unsigned long bound);
 
 #if IS_ENABLED(CONFIG_KUNIT)
 const struct pn_ctree_topo *pn_ctree_topology(void);

@@ -70,11 +70,15 @@ struct pn_ctree {
 	unsigned int over;
 };
 
+/* The batch of pn_ctree_default_batch(), where it is no less accurate. */
+#define PN_CTREE_BATCH		32UL
+
 /* Most trees in one array: their level 0 is one per-CPU allocation of 32 KiB. */
 #define PN_CTREE_MAX_ARRAY	8192
 
 size_t pn_ctree_items_size_many(unsigned int nr);
 unsigned long pn_ctree_batch_max(void);
+unsigned long pn_ctree_default_batch(void);
 int pn_ctree_init_many(struct pn_ctree *counters, struct pn_ctree_item *items,
 		       unsigned int nr, unsigned long batch, gfp_t gfp);
 int pn_ctree_init(struct pn_ctree *counter, struct pn_ctree_item *items,
