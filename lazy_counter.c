@@ -186,7 +186,9 @@
  * dropped, reads return 0, an upgrade returns -EINVAL).  The lazy fast
  * paths pay nothing for it; the upgraded ones one test of a pointer they
  * load anyway.  A use racing with destroy is not caught (the group may be
- * freed under it); the API forbids it.  The KUnit suite checks the count:
+ * freed under it); the API forbids it.  Destroying part of an upgraded
+ * array is caught: the group is leaked, not freed under the rest.  The
+ * KUnit suite checks the count:
  * it announces how many misuses it is about to make with the test hook
  * lazy_counter_expect_misuse(), a budget of one atomic that each misuse
  * consumes (atomic_dec_if_positive()) instead of WARNing, because every
@@ -310,6 +312,8 @@ struct lazy_group;
  * @read: fast approximate value of one slot's target
  * @sum: exact value of one slot's target
  * @slack: largest |read - sum| of one slot at quiescence
+ * @over: largest read - sum of one slot that was only added to (0 for the
+ *	  flat target, which omits the per-CPU deltas; the tree's over)
  */
 struct lazy_target_ops {
 	const char *name;
@@ -318,6 +322,7 @@ struct lazy_target_ops {
 	s64 (*read)(struct lazy_slot *s);
 	s64 (*sum)(struct lazy_slot *s);
 	u64 (*slack)(struct lazy_slot *s);
+	u64 (*over)(struct lazy_slot *s);
 };
 
 /**
@@ -438,13 +443,13 @@ static inline bool lazy_misuse_expected(void)
 }
 #endif
 
-/* A destroyed counter was used (see Misuse above): count, WARN once. */
+/* A misuse (see Misuse above): count, WARN once. */
 static void lazy_misuse(const char *what)
 {
 	atomic_long_inc(&lazy_stat_misuse);
 	if (lazy_misuse_expected())
 		return;
-	WARN_ONCE(1, "lazy_counter: %s of a destroyed counter\n", what);
+	WARN_ONCE(1, "lazy_counter: %s\n", what);
 }
 
 /* ---- flat target ------------------------------------------------------- */
@@ -574,6 +579,11 @@ static u64 lazy_flat_slack(struct lazy_slot *s)
 	return (u64)lazy_counter_flat_batch_max * nr_cpu_ids;
 }
 
+static u64 lazy_flat_over(struct lazy_slot *s)
+{
+	return 0;
+}
+
 static const struct lazy_target_ops lazy_flat_ops = {
 	.name = "flat",
 	.setup = lazy_flat_setup,
@@ -581,6 +591,7 @@ static const struct lazy_target_ops lazy_flat_ops = {
 	.read = lazy_flat_read,
 	.sum = lazy_flat_sum,
 	.slack = lazy_flat_slack,
+	.over = lazy_flat_over,
 };
 
 /* ---- tree target: the hierarchical counter tree (counter_tree.c) ---------- */
@@ -613,8 +624,8 @@ static int lazy_tree_setup(struct lazy_group *g, gfp_t gfp)
 	trees = kmalloc(roundup_pow_of_two(total), gfp);
 	if (!trees)
 		return -ENOMEM;
-	batch = roundup_pow_of_two(max(lazy_counter_batch(), 2L));
-	batch = min(batch, pn_ctree_batch_max());
+	/* No worse than percpu_counter's bound, at any machine size. */
+	batch = pn_ctree_default_batch();
 	ret = pn_ctree_init_many(trees, (void *)trees + hdr, g->nr, batch, gfp);
 	if (ret) {
 		kfree(trees);
@@ -656,6 +667,14 @@ static u64 lazy_tree_slack(struct lazy_slot *s)
 	return max(under, over);
 }
 
+static u64 lazy_tree_over(struct lazy_slot *s)
+{
+	unsigned long under = 0, over = 0;
+
+	pn_ctree_accuracy_range(s->head.tree, &under, &over);
+	return over;
+}
+
 static const struct lazy_target_ops lazy_tree_ops = {
 	.name = "tree",
 	.setup = lazy_tree_setup,
@@ -663,6 +682,7 @@ static const struct lazy_target_ops lazy_tree_ops = {
 	.read = lazy_tree_read,
 	.sum = lazy_tree_sum,
 	.slack = lazy_tree_slack,
+	.over = lazy_tree_over,
 };
 
 /* __lazy_counter_add_upgraded() knows exactly these two. */
@@ -708,7 +728,7 @@ void __lazy_counter_add_upgraded(const struct lazy_counter *c, s64 amount)
 	struct lazy_slot *s = READ_ONCE(c->slot);
 
 	if (unlikely(!s)) {
-		lazy_misuse("add");
+		lazy_misuse("add to a destroyed counter");
 		return;
 	}
 	/* Both targets called directly: no indirect call on the add path. */
@@ -731,11 +751,39 @@ EXPORT_SYMBOL_GPL(__lazy_counter_add_upgraded);
  */
 s64 __lazy_counter_read_upgraded(const struct lazy_counter *c)
 {
-	struct lazy_slot *s = lazy_slot_of(c, "read");
+	struct lazy_slot *s = lazy_slot_of(c, "read of a destroyed counter");
 
 	return s ? s->ops->read(s) : 0;
 }
 EXPORT_SYMBOL_GPL(__lazy_counter_read_upgraded);
+
+/**
+ * lazy_counter_read_low() - fast read that never runs ahead of a growing
+ *			     counter
+ * @c: the counter
+ *
+ * lazy_counter_read() less what its target may read above the exact
+ * value: nothing in lazy mode and for the flat target, whose read omits
+ * the per-CPU deltas (so a counter that was only added to reads at most
+ * its exact value, as percpu_counter_read()), the tree's over for the tree
+ * target.  For a high-water mark (VmHWM): it must not report a peak that
+ * never happened.
+ *
+ * Context: Any context except NMI.
+ * Return: the approximate value, never above the exact value of a counter
+ * that was only added to.
+ */
+s64 lazy_counter_read_low(const struct lazy_counter *c)
+{
+	s64 v = lazy_counter_read(c);
+	struct lazy_slot *s;
+
+	if (!(__lazy_counter_state(c) & LAZY_COUNTER_UPGRADED))
+		return v;
+	s = lazy_slot_of(c, "read of a destroyed counter");
+	return s ? v - (s64)s->ops->over(s) : v;
+}
+EXPORT_SYMBOL_GPL(lazy_counter_read_low);
 
 /**
  * __lazy_counter_sum_upgraded() - exact value of an upgraded counter
@@ -749,7 +797,7 @@ EXPORT_SYMBOL_GPL(__lazy_counter_read_upgraded);
  */
 s64 __lazy_counter_sum_upgraded(const struct lazy_counter *c)
 {
-	struct lazy_slot *s = lazy_slot_of(c, "sum");
+	struct lazy_slot *s = lazy_slot_of(c, "sum of a destroyed counter");
 
 	return s ? s->ops->sum(s) : 0;
 }
@@ -828,7 +876,7 @@ int lazy_counter_upgrade_many(struct lazy_counter *c, unsigned int nr,
 	if (!lazy_counter_is_lazy(&c[0])) {
 		if (likely(READ_ONCE(c[0].slot)))
 			return 0;
-		lazy_misuse("upgrade");
+		lazy_misuse("upgrade of a destroyed counter");
 		return -EINVAL;
 	}
 	/* claimed by an upgrade in progress */
@@ -889,9 +937,16 @@ void __lazy_counter_destroy_upgraded(struct lazy_counter *c, unsigned int nr)
 	struct lazy_slot *s = c[0].slot;
 	unsigned int i;
 
+	/*
+	 * Not the array that was upgraded: the counters past @nr still use
+	 * the group.  Leak it rather than free it under them.
+	 */
+	if (s->group->nr != nr || s != &s->group->slot[0]) {
+		lazy_misuse("destroy of part of an upgraded array");
+		return;
+	}
 	for (i = 0; i < nr; i++)
 		__lazy_counter_mark_destroyed(&c[i]);
-	WARN_ON_ONCE(s->group->nr != nr || s != &s->group->slot[0]);
 	lazy_group_free(s->group);
 }
 EXPORT_SYMBOL_GPL(__lazy_counter_destroy_upgraded);
@@ -989,7 +1044,7 @@ u64 lazy_counter_read_slack(const struct lazy_counter *c)
 
 	if (lazy_counter_is_lazy(c))
 		return 0;
-	s = lazy_slot_of(c, "read_slack");
+	s = lazy_slot_of(c, "read_slack of a destroyed counter");
 	return s ? s->ops->slack(s) : 0;
 }
 
