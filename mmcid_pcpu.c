@@ -131,7 +131,7 @@
  * words.  The counter's add is inline in the public header.  For a cid of
  * block 0 (cids 0..3 on 6.12, 0..7 on 7.x; see compat.h) it reads only
  * the object's first line, struct
- * mmcid_pcpu_fast, around one local64_add().  A higher cid, a first use
+ * mmcid_pcpu_fast, around one local64_add_return().  A higher cid, a first use
  * or a missing block calls __mmcid_counter_add_task().  fast.slot0 is
  * stored by every owner that initialises a slot of block 0, before its
  * ready bit (the same value each time: block 0 of a unit set never moves
@@ -148,6 +148,15 @@
  * spinlock_t on PREEMPT_RT) there.  Readers (mmcid_pcpu_for_each(), the
  * counter's sum) visit every ready slot and the remote slot under
  * s->lock.
+ *
+ * Counters.  A counter's remote slot is its central value, as a
+ * percpu_counter's count.  It takes atomic adds without the lock: an add
+ * with no cid slot is one atomic64_add(), so reclaim of a big process by
+ * many CPUs does not serialise on s->lock.  A cid slot that reaches
+ * MMCID_COUNTER_BATCH either way is folded into the remote slot under
+ * s->lock, so the exact sum, which walks under it, sees each amount once.
+ * The fast read, mmcid_counter_read_at(), is one load of the remote slot,
+ * within (MMCID_COUNTER_BATCH - 1) per cid used of the exact sum.
  *
  * Allocation.  Nothing is allocated inside that atomic section.  When the
  * cid's block is missing (or, above block 0, the set's dir or the
@@ -367,6 +376,8 @@ static_assert(ALIGN(SZ_32K, SMP_CACHE_BYTES) <= U16_MAX);
 #define MMCID_GROW_TRIES 3		/* allocation rounds per get */
 #define MMCID_GROW_BACKOFF HZ		/* no block allocation after a failure */
 #define MMCID_GRAIN	8		/* unit space is handed out in these */
+/* mmcid_get() flag, beside the lockdep subclass: a counter's remote slot, no lock */
+#define MMCID_GET_LOCKLESS	0x100U
 
 /*
  * Block sizes: b0 = 1 << b0_shift slots in block 0, doubling up to
@@ -457,7 +468,7 @@ struct mmcid_pcpu {
 	atomic_t grow_attempts;		/* block allocations tried (statistic) */
 	u16 off;			/* our bytes in every unit */
 	u16 size;			/* slot payload */
-	unsigned long remote[];		/* the remote slot, @size bytes */
+	/* Then the remote slot, @size bytes: see mmcid_remote_off(). */
 };
 
 static_assert(offsetof(struct mmcid_pcpu, fast) == 0);
@@ -564,10 +575,27 @@ static void mmcid_geo_init(struct mmcid_geo *g, unsigned int stride)
 	g->k_base = g->l_shift - g->b0_shift;
 }
 
-/* Bytes of an object's header with a remote slot of @size bytes. */
+static u32 mmcid_align_of(size_t size);
+
+/*
+ * Where the remote slot of an object with @size-byte slots starts: after
+ * the header, aligned as a cid slot of that size is (mmcid_align_of()).
+ */
+static size_t mmcid_remote_off(size_t size)
+{
+	return ALIGN(sizeof(struct mmcid_pcpu), mmcid_align_of(size));
+}
+
+/*
+ * Bytes of an object's header with a remote slot of @size bytes.  Above
+ * 8 bytes of alignment, a power of two: kmalloc() aligns only those
+ * naturally (and vmalloc() to a page).
+ */
 static size_t mmcid_hdr_size(size_t size)
 {
-	return sizeof(struct mmcid_pcpu) + ALIGN(size, sizeof(long));
+	size_t bytes = mmcid_remote_off(size) + ALIGN(size, sizeof(long));
+
+	return mmcid_align_of(size) > sizeof(u64) ? roundup_pow_of_two(bytes) : bytes;
 }
 
 /* Blocks needed for nr_cpu_ids cids with @unit-byte units. */
@@ -613,7 +641,48 @@ static unsigned int mmcid_nbits(u32 unit)
 
 static void *mmcid_remote(struct mmcid_pcpu *s)
 {
-	return s->remote;
+	return (void *)s + mmcid_remote_off(s->size);
+}
+
+/* ---- misuse ---------------------------------------------------------- */
+
+/*
+ * A misuse the library survives (it leaks rather than frees memory still
+ * in use) WARNs once.  The KUnit suite announces the misuses it makes
+ * with mmcid_pcpu_expect_misuse(), a budget each one consumes instead of
+ * WARNing, since every WARN fails the test lanes.
+ */
+#if IS_ENABLED(CONFIG_KUNIT)
+static atomic_t mmcid_misuse_budget = ATOMIC_INIT(0);
+
+/**
+ * mmcid_pcpu_expect_misuse() - announce the next misuses (KUnit)
+ * @n: how many are about to be made; 0 withdraws what is left
+ *
+ * Context: Any context.
+ * Return: The budget left from the previous call.
+ */
+VISIBLE_IF_KUNIT unsigned int mmcid_pcpu_expect_misuse(unsigned int n)
+{
+	return atomic_xchg(&mmcid_misuse_budget, n);
+}
+EXPORT_SYMBOL_IF_KUNIT(mmcid_pcpu_expect_misuse);
+
+static bool mmcid_misuse_expected(void)
+{
+	return atomic_dec_if_positive(&mmcid_misuse_budget) >= 0;
+}
+#else
+static inline bool mmcid_misuse_expected(void)
+{
+	return false;
+}
+#endif
+
+static void mmcid_misuse(const char *what)
+{
+	if (!mmcid_misuse_expected())
+		WARN_ONCE(1, "mmcid_pcpu: %s\n", what);
 }
 
 /* ---- per-mm context ------------------------------------------------------ */
@@ -630,12 +699,18 @@ static struct mmcid_mm *mmcid_ctx_alloc(gfp_t gfp)
 	return ctx;
 }
 
-/* The context's last reference is gone: nothing of it may be left. */
+/*
+ * The context's last reference is gone: nothing of it may be left.  If
+ * an object still uses its units, the context is kept (leaked) for it,
+ * as kmem_cache_destroy() keeps a cache that has objects.
+ */
 static void mmcid_ctx_free(struct mmcid_mm *ctx)
 {
-	/* Every object left its unit set before it dropped the context. */
-	WARN_ON_ONCE(ctx->objs || ctx->set0.members || ctx->set0.next ||
-		     ctx->set0.blk0 || ctx->set0.dir);
+	if (ctx->objs || ctx->set0.members || ctx->set0.next ||
+	    ctx->set0.blk0 || ctx->set0.dir) {
+		mmcid_misuse("context freed with objects left; kept");
+		return;
+	}
 	kfree(ctx);
 }
 
@@ -679,7 +754,7 @@ static void mmcid_ctx_release(struct mmcid_mm *ctx)
 	struct mmcid_pcpu *s;
 
 	spin_lock(&ctx->lock);
-	ctx->dead = true;
+	WRITE_ONCE(ctx->dead, true);
 	spin_unlock(&ctx->lock);
 	for (;;) {
 		spin_lock(&ctx->lock);
@@ -1280,6 +1355,9 @@ EXPORT_SYMBOL_GPL(mmcid_mm_release);
  * mmcid_mm_destroy() - free an owned context
  * @ctx: from mmcid_mm_create(), with no object left (NULL is ignored)
  *
+ * A context that still has objects is a misuse: it WARNs once and frees
+ * nothing, so the objects stay valid; destroy it again once they are gone.
+ *
  * Context: Any context; only kfree().
  */
 void mmcid_mm_destroy(struct mmcid_mm *ctx)
@@ -1356,6 +1434,8 @@ int mmcid_pcpu_prepare(struct mmcid_pcpu *s, unsigned int max_cid, gfp_t gfp)
 	int ret;
 
 	might_sleep_if(gfpflags_allow_blocking(gfp));
+	if (READ_ONCE(s->fast.dead))
+		return -ENOENT;
 	last = mmcid_blk_of(&u->geo, min(max_cid, nr_cpu_ids - 1));
 	for (k = 0; k <= last && k < u->nblk; k++) {
 		if (mmcid_blk(u, k) && mmcid_ready(s, k))
@@ -1406,6 +1486,12 @@ static bool mmcid_may_grow(struct mmcid_pcpu *s, gfp_t gfp)
 		WARN_ON_ONCE(gfpflags_allow_blocking(gfp));
 		return false;
 	}
+	/*
+	 * Preemptible is not "may sleep": an RCU read side (on PREEMPT_RT
+	 * also a spinlock_t, which takes one) forbids it too.
+	 */
+	if (rcu_preempt_depth())
+		return false;
 	return true;
 }
 
@@ -1653,14 +1739,18 @@ again:
 	}
 
 remote:
+	ref->cpu = raw_smp_processor_id();
+	ref->cid = MMCID_PCPU_REMOTE;
+	ref->slot = mmcid_remote(s);
+	/* A counter's remote slot takes atomic adds, no lock. */
+	if (subclass & MMCID_GET_LOCKLESS)
+		return ref->slot;
 	/* A raw spinlock an NMI could find held by the code it interrupted. */
 	WARN_ON_ONCE(in_nmi());
 	raw_spin_lock_irqsave_nested(&s->lock, ref->flags, subclass);
 	/* Held until mmcid_pcpu_put(); tell sparse it leaves with the caller. */
 	__release(&s->lock);
 	ref->cpu = smp_processor_id();
-	ref->cid = MMCID_PCPU_REMOTE;
-	ref->slot = mmcid_remote(s);
 	return ref->slot;
 }
 
@@ -1679,9 +1769,9 @@ static void *mmcid_get_task(struct mmcid_pcpu *s, struct mmcid_pcpu_ref *ref,
 static void *__maybe_unused mmcid_get_chosen(struct mmcid_pcpu *s,
 					     struct mmcid_pcpu_ref *ref,
 					     gfp_t gfp, enum mmcid_src src,
-					     int cid)
+					     int cid, unsigned int flags)
 {
-	return mmcid_get(s, ref, gfp, src, cid, 0);
+	return mmcid_get(s, ref, gfp, src, cid, flags);
 }
 
 /**
@@ -1969,9 +2059,9 @@ EXPORT_SYMBOL_GPL(mmcid_pcpu_max_cid);
  *
  * Context: Any context but NMI; does not sleep.  Not between
  * mmcid_pcpu_get() and mmcid_pcpu_put() of @s.
- * Return: true once the mm's teardown began: the cid slots are being or
- * have been folded into the remote slot and freed (block by block; sums
- * are exact throughout).
+ * Return: true once the mm's teardown began: it marks the context first,
+ * then folds each object's cid slots into its remote slot and frees them
+ * (block by block; sums are exact throughout).
  */
 bool mmcid_pcpu_mm_gone(struct mmcid_pcpu *s)
 {
@@ -1981,7 +2071,8 @@ bool mmcid_pcpu_mm_gone(struct mmcid_pcpu *s)
 	raw_spin_lock_irqsave(&s->lock, flags);
 	dead = s->fast.dead;
 	raw_spin_unlock_irqrestore(&s->lock, flags);
-	return dead;
+	/* Written under ctx->lock, read here without it: a snapshot. */
+	return dead || READ_ONCE(s->ctx->dead);
 }
 EXPORT_SYMBOL_GPL(mmcid_pcpu_mm_gone);
 
@@ -2105,14 +2196,58 @@ static unsigned int ctr_nr(struct mmcid_counter *c)
 	return ctr_store(c)->fast.nr;
 }
 
+/*
+ * The remote slot of a counter array: nr atomic64_t, which other CPUs add
+ * to without the lock.  Its words are read with local64_read() by the
+ * generic walk, which is the same load.
+ */
+static atomic64_t *ctr_remote(struct mmcid_pcpu *s)
+{
+	return mmcid_remote(s);
+}
+
 static void mmcid_counter_fold(void *remote, const void *slot, void *arg)
 {
 	unsigned long i, nr = (unsigned long)arg;
 
 	for (i = 0; i < nr; i++)
-		local64_add(local64_read((local64_t *)slot + i),
-			    (local64_t *)remote + i);
+		atomic64_add(local64_read((local64_t *)slot + i),
+			     (atomic64_t *)remote + i);
 }
+
+/*
+ * Move cid slot @v of counter @idx into the remote slot.  Under the
+ * storage's lock, so that an exact sum, which walks the slots under it,
+ * sees the amount once: in the slot or in the remote slot.
+ */
+static void mmcid_counter_fold_slot(struct mmcid_pcpu *s, local64_t *v,
+				    unsigned int idx, unsigned int subclass)
+{
+	unsigned long flags;
+
+	raw_spin_lock_irqsave_nested(&s->lock, flags, subclass);
+	atomic64_add(local64_xchg(v, 0), ctr_remote(s) + idx);
+	raw_spin_unlock_irqrestore(&s->lock, flags);
+}
+
+/**
+ * __mmcid_counter_fold() - fold a cid slot that reached the batch
+ * @f: the counter array's fast part
+ * @v: the slot of counter @idx of the caller's cid
+ * @idx: the counter
+ * @subclass: lockdep subclass of the storage's lock
+ *
+ * Not for callers: the inline add calls it.
+ *
+ * Context: Preemption disabled, the caller owns the cid; any context but
+ * NMI.
+ */
+void __mmcid_counter_fold(const struct mmcid_pcpu_fast *f, local64_t *v,
+			  unsigned int idx, unsigned int subclass)
+{
+	mmcid_counter_fold_slot((struct mmcid_pcpu *)f, v, idx, subclass);
+}
+EXPORT_SYMBOL_GPL(__mmcid_counter_fold);
 
 static const struct mmcid_pcpu_ops mmcid_counter_ops = {
 	.fold = mmcid_counter_fold,
@@ -2238,13 +2373,20 @@ static __always_inline int mmcid_counter_add_slow(struct mmcid_counter *c,
 	struct mmcid_pcpu *s = ctr_store(c);
 	struct mmcid_pcpu_ref ref;
 	local64_t *v;
+	s64 n;
 
 	if (src == MMCID_SRC_TASK)
-		v = mmcid_get_task(s, &ref, gfp, subclass);
+		v = mmcid_get_task(s, &ref, gfp, subclass | MMCID_GET_LOCKLESS);
 	else
-		v = mmcid_get_chosen(s, &ref, gfp, src, cid);
-	local64_add(delta, v + idx);
-	mmcid_pcpu_put(s, &ref);
+		v = mmcid_get_chosen(s, &ref, gfp, src, cid, MMCID_GET_LOCKLESS);
+	if (ref.cid == MMCID_PCPU_REMOTE) {
+		atomic64_add(delta, ctr_remote(s) + idx);
+	} else {
+		n = local64_add_return(delta, v + idx);
+		if (n >= MMCID_COUNTER_BATCH || n <= -MMCID_COUNTER_BATCH)
+			mmcid_counter_fold_slot(s, v + idx, idx, subclass);
+		mmcid_pcpu_put(s, &ref);
+	}
 	if (cpu)
 		*cpu = ref.cpu;
 	return ref.cid;
@@ -2270,7 +2412,7 @@ mmcid_counter_slow_chosen(struct mmcid_counter *c, unsigned int idx,
 /*
  * The add, always inlined so that the index source is a constant in each
  * instance: MMCID_SRC_TASK in the exported ones, where the fast path is
- * then the caller's mm_cid, the ready-bit test and the local64_add(),
+ * then the caller's mm_cid, the ready-bit test and the local64_add_return(),
  * with no test branch.
  */
 static __always_inline int mmcid_counter_add_sub(struct mmcid_counter *c,
@@ -2286,7 +2428,10 @@ static __always_inline int mmcid_counter_add_sub(struct mmcid_counter *c,
 	preempt_disable();
 	v = mmcid_fast_slot(ctr_store(c), src, cid, &used);
 	if (likely(v)) {
-		local64_add(delta, v + idx);
+		s64 n = local64_add_return(delta, v + idx);
+
+		if (unlikely(n >= MMCID_COUNTER_BATCH || n <= -MMCID_COUNTER_BATCH))
+			mmcid_counter_fold_slot(ctr_store(c), v + idx, idx, subclass);
 		if (cpu)
 			*cpu = smp_processor_id();
 		preempt_enable();
@@ -2438,6 +2583,29 @@ s64 mmcid_counter_sum_at(struct mmcid_counter *c, unsigned int idx)
 }
 EXPORT_SYMBOL_GPL(mmcid_counter_sum_at);
 
+/**
+ * mmcid_counter_read_at() - fast read of one counter of an array
+ * @c: the counter array
+ * @idx: the counter, below the number given at creation
+ *
+ * What has reached the remote slot: the remote adds and each cid slot's
+ * folds.  Each initialised cid slot holds at most MMCID_COUNTER_BATCH - 1
+ * more either way, so the value is within (MMCID_COUNTER_BATCH - 1) x
+ * the cids used of mmcid_counter_sum_at(); exact once the mm is torn
+ * down.  One load: no lock, no walk.
+ *
+ * Context: Any context.
+ * Return: the approximate value; 0 (logged once) if @idx is beyond the
+ * array.
+ */
+s64 mmcid_counter_read_at(struct mmcid_counter *c, unsigned int idx)
+{
+	if (mmcid_counter_bad(c, idx, 1))
+		return 0;
+	return atomic64_read(ctr_remote(ctr_store(c)) + idx);
+}
+EXPORT_SYMBOL_GPL(mmcid_counter_read_at);
+
 /* ---- entry points for the tests (internal/mmcid_pcpu.h) ------------------ */
 
 #if IS_ENABLED(CONFIG_KUNIT) || IS_ENABLED(CONFIG_PCPU_NEXT_TORTURE)
@@ -2463,7 +2631,7 @@ void *__mmcid_pcpu_get(struct mmcid_pcpu *s, struct mmcid_pcpu_ref *ref,
 {
 	if (src == MMCID_SRC_TASK)
 		return mmcid_get_task(s, ref, gfp, 0);
-	return mmcid_get_chosen(s, ref, gfp, src, cid);
+	return mmcid_get_chosen(s, ref, gfp, src, cid, 0);
 }
 
 /**

@@ -16,6 +16,7 @@
  *	mmcid_pcpu_lock_key()			KUnit only
  *	mmcid_pcpu_geo_blk(), _geo_block()	KUnit only
  *	mmcid_pcpu_map_grain()			KUnit only
+ *	mmcid_pcpu_expect_misuse()		KUnit only
  *
  * __mmcid_pcpu_get(), __mmcid_counter_add_at(), mmcid_pcpu_ctx_size() and
  * mmcid_pcpu_model_bytes() are compiled only with KUnit or the harness, the KUnit-only ones only
@@ -96,6 +97,8 @@ void mmcid_pcpu_geo_block(unsigned int stride, unsigned int ncids,
 			  unsigned int *len);
 /* A unit set's map grain and bits for @unit-byte units. */
 u32 mmcid_pcpu_map_grain(u32 unit, unsigned int *nbits);
+/* The next @n misuses are the suite's own: no WARN (budget left back). */
+unsigned int mmcid_pcpu_expect_misuse(unsigned int n);
 #endif
 
 #endif /* _PCPU_NEXT_INTERNAL_MMCID_PCPU_H */

@@ -40,9 +40,11 @@
 #include <asm/local64.h>
 #include <linux/atomic.h>
 #include <linux/completion.h>
+#include <linux/cpumask.h>
 #include <linux/delay.h>
 #include <linux/jiffies.h>
 #include <linux/kthread.h>
+#include <linux/ktime.h>
 #include <linux/log2.h>
 #include <linux/mman.h>
 #include <linux/module.h>
@@ -1539,6 +1541,302 @@ static void mmcid_owned_ctx(struct kunit *test)
 }
 
 /*
+ * Review H1: the counter's fast read is one load of the remote slot.
+ * Cid slots fold into it at MMCID_COUNTER_BATCH, so it is within
+ * (batch - 1) per cid used of the exact sum, either way; a remote add
+ * reaches it at once; after the mm's teardown it is exact.
+ */
+static void mmcid_counter_fast_read(struct kunit *test)
+{
+	unsigned int cid, ncid = min_t(unsigned int, MMCID_B0, nr_cpu_ids);
+	const s64 slack = (MMCID_COUNTER_BATCH - 1) * (s64)ncid;
+	struct mm_struct *mm = kt_mm(test);
+	struct mmcid_counter *c;
+	s64 read;
+	int i;
+
+	c = mmcid_counter_create_many(mm, 2);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(c));
+	for (i = 0; i < 100; i++) {
+		for (cid = 0; cid < ncid; cid++) {
+			__mmcid_counter_add_at(c, 0, -1, GFP_KERNEL,
+					       MMCID_SRC_FIXED, cid, NULL);
+			__mmcid_counter_add_at(c, 1, 1, GFP_KERNEL,
+					       MMCID_SRC_FIXED, cid, NULL);
+		}
+	}
+	KUNIT_EXPECT_EQ(test, mmcid_counter_sum_at(c, 0), -100 * (s64)ncid);
+	KUNIT_EXPECT_EQ(test, mmcid_counter_sum_at(c, 1), 100 * (s64)ncid);
+	read = mmcid_counter_read_at(c, 1);
+	/* folded: 96 of every cid's 100 */
+	KUNIT_EXPECT_EQ(test, read, 96 * (s64)ncid);
+	KUNIT_EXPECT_LE(test, 100 * (s64)ncid - read, slack);
+	KUNIT_EXPECT_LE(test, mmcid_counter_read_at(c, 0) + 100 * (s64)ncid, slack);
+
+	/* No cid (a kernel thread): the remote slot, at once. */
+	KUNIT_EXPECT_EQ(test, __mmcid_counter_add_at(c, 1, 1000, GFP_KERNEL,
+						     MMCID_SRC_TASK, 0, NULL),
+			MMCID_PCPU_REMOTE);
+	KUNIT_EXPECT_EQ(test, mmcid_counter_read_at(c, 1), read + 1000);
+	KUNIT_EXPECT_EQ(test, mmcid_counter_read_at(c, 2), 0);
+
+	mmput(mm);	/* teardown folds every cid slot */
+	KUNIT_EXPECT_EQ(test, mmcid_counter_read_at(c, 0), -100 * (s64)ncid);
+	KUNIT_EXPECT_EQ(test, mmcid_counter_read_at(c, 1), 100 * (s64)ncid + 1000);
+	mmcid_counter_destroy(c);
+}
+
+/*
+ * Review H1 and M1: neither the fast read nor an add from a caller
+ * without a cid slot waits for the storage's lock.  A kernel thread on
+ * another CPU holds it (a raw spinlock, interrupts off) until both are
+ * done or 2 s have passed; they must be done while it is held.
+ */
+struct kt_holder {
+	struct mmcid_pcpu *s;
+	struct completion holding;
+	atomic_t done;
+	bool saw_done;
+};
+
+static int kt_holder_fn(void *arg)
+{
+	struct kt_holder *h = arg;
+	struct mmcid_pcpu_ref ref;
+	ktime_t end;
+
+	mmcid_pcpu_get(h->s, &ref, GFP_ATOMIC);	/* no cid: the lock */
+	complete(&h->holding);
+	end = ktime_add_ms(ktime_get(), 2000);
+	while (!atomic_read(&h->done) && ktime_before(ktime_get(), end))
+		cpu_relax();
+	h->saw_done = atomic_read(&h->done);
+	mmcid_pcpu_put(h->s, &ref);
+	return 0;
+}
+
+static void mmcid_counter_no_lock(struct kunit *test)
+{
+	struct mm_struct *mm = kt_mm(test);
+	struct task_struct *task;
+	struct mmcid_counter *c;
+	unsigned int me, other;
+	struct kt_holder *h;
+	s64 read;
+
+	if (num_online_cpus() < 2)
+		kunit_skip(test, "needs two online CPUs");
+	h = kunit_kzalloc(test, sizeof(*h), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, h);
+	c = mmcid_counter_create(mm);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(c));
+	h->s = mmcid_counter_storage(c);
+	init_completion(&h->holding);
+
+	/* Two CPUs apart: the holder spins with interrupts off. */
+	cpus_read_lock();
+	me = raw_smp_processor_id();
+	other = cpumask_any_but(cpu_online_mask, me);
+	cpus_read_unlock();
+	set_cpus_allowed_ptr(current, cpumask_of(me));
+	task = kthread_create(kt_holder_fn, h, "mmcid_holder");
+	KUNIT_ASSERT_FALSE(test, IS_ERR(task));
+	kthread_bind(task, other);
+	get_task_struct(task);
+	wake_up_process(task);
+	KUNIT_EXPECT_NE(test, wait_for_completion_timeout(&h->holding, 10 * HZ), 0UL);
+
+	read = mmcid_counter_read_at(c, 0);
+	KUNIT_EXPECT_EQ(test, __mmcid_counter_add_at(c, 0, 5, GFP_ATOMIC,
+						     MMCID_SRC_TASK, 0, NULL),
+			MMCID_PCPU_REMOTE);
+	atomic_set(&h->done, 1);
+	kthread_stop(task);
+	put_task_struct(task);
+	set_cpus_allowed_ptr(current, cpu_possible_mask);
+	KUNIT_EXPECT_TRUE(test, h->saw_done);
+	KUNIT_EXPECT_EQ(test, read, 0);
+	KUNIT_EXPECT_EQ(test, mmcid_counter_sum(c), 5);
+	mmcid_counter_destroy(c);
+	mmput(mm);
+}
+
+/*
+ * Review L3: the remote slot is aligned as a cid slot of its size is, up
+ * to a cache line (a 16-byte slot may hold a u128), with lock debugging
+ * making the header any size.
+ */
+static void mmcid_remote_slot_aligned(struct kunit *test)
+{
+	static const size_t sizes[] = { 8, 16, 24, 32, 64, 200 };
+	struct mm_struct *mm = kt_mm(test);
+	struct mmcid_pcpu_ref ref;
+	struct mmcid_pcpu *s;
+	unsigned int i;
+	size_t align;
+	void *slot;
+
+	for (i = 0; i < ARRAY_SIZE(sizes); i++) {
+		align = min_t(size_t, roundup_pow_of_two(sizes[i]), SMP_CACHE_BYTES);
+		s = mmcid_pcpu_create(mm, sizes[i], NULL, NULL);
+		KUNIT_ASSERT_FALSE(test, IS_ERR(s));
+		slot = mmcid_pcpu_get(s, &ref, GFP_KERNEL);	/* no cid: remote */
+		mmcid_pcpu_put(s, &ref);
+		KUNIT_EXPECT_EQ(test, ref.cid, MMCID_PCPU_REMOTE);
+		KUNIT_EXPECT_TRUE_MSG(test, IS_ALIGNED((unsigned long)slot, align),
+				      "size %zu", sizes[i]);
+		mmcid_pcpu_destroy(s);
+	}
+	mmput(mm);
+}
+
+/* Clears the misuse budget if the case ends early (an assertion). */
+static void kt_misuse_budget_clear(void *unused)
+{
+	mmcid_pcpu_expect_misuse(0);
+}
+
+/*
+ * Review L4: destroying an owned context that still has an object is a
+ * misuse (one, announced); the context is kept, so the object's adds and
+ * sums still work, and a destroy once the object is gone frees it.
+ */
+static void mmcid_destroy_ctx_with_object(struct kunit *test)
+{
+	struct mm_struct *mm = kt_mm(test);
+	struct mmcid_counter *c;
+	struct mmcid_mm *ctx;
+
+	ctx = mmcid_mm_create(GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, ctx);
+	c = mmcid_counter_create_in(ctx, mm);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(c));
+	KUNIT_EXPECT_EQ(test, mmcid_pcpu_prepare(mmcid_counter_storage(c), 0,
+						 GFP_KERNEL), 0);
+	__mmcid_counter_add(c, 5, GFP_KERNEL, MMCID_SRC_FIXED, 0, NULL);
+	kunit_add_action(test, kt_misuse_budget_clear, NULL);
+	mmcid_pcpu_expect_misuse(1);
+	mmcid_mm_destroy(ctx);
+	KUNIT_EXPECT_EQ(test, mmcid_pcpu_expect_misuse(0), 0U);
+	__mmcid_counter_add(c, 1, GFP_KERNEL, MMCID_SRC_FIXED, 0, NULL);
+	KUNIT_EXPECT_EQ(test, mmcid_counter_sum(c), 6);
+	mmcid_mm_release(ctx);
+	mmcid_counter_destroy(c);
+	mmcid_mm_destroy(ctx);
+	mmput(mm);
+}
+
+/* A fold that waits, the first time, until the test lets it go on. */
+struct kt_slow_fold {
+	struct completion folding;
+	struct completion go;
+	atomic_t calls;
+};
+
+static void kt_slow_fold_fn(void *remote, const void *slot, void *arg)
+{
+	struct kt_slow_fold *f = arg;
+
+	if (atomic_inc_return(&f->calls) == 1) {
+		complete(&f->folding);
+		wait_for_completion(&f->go);
+	}
+}
+
+static const struct mmcid_pcpu_ops kt_slow_fold_ops = { .fold = kt_slow_fold_fn };
+
+static int kt_release_fn(void *arg)
+{
+	mmcid_mm_release(arg);
+	return 0;
+}
+
+/*
+ * Review L5: while a release is folding one object, the teardown has
+ * begun for every object of the context (mmcid_pcpu_mm_gone() says so),
+ * and prepare of the object being folded, whose blocks still exist,
+ * returns -ENOENT as its kernel-doc promises.
+ */
+static void mmcid_gone_during_release(struct kunit *test)
+{
+	struct mm_struct *mm = kt_mm(test);
+	struct kt_slow_fold *f;
+	struct mmcid_pcpu_ref ref;
+	struct task_struct *task;
+	struct mmcid_counter *b;
+	struct mmcid_pcpu *a;
+	struct mmcid_mm *ctx;
+
+	f = kunit_kzalloc(test, sizeof(*f), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, f);
+	init_completion(&f->folding);
+	init_completion(&f->go);
+	ctx = mmcid_mm_create(GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, ctx);
+	b = mmcid_counter_create_in(ctx, mm);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(b));
+	/* Created last, torn down first (the context's list is LIFO). */
+	a = mmcid_pcpu_create_in(ctx, mm, sizeof(struct kt_slot),
+				 &kt_slow_fold_ops, f);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(a));
+	kt_get(a, &ref, 0);
+	mmcid_pcpu_put(a, &ref);
+
+	task = kthread_run(kt_release_fn, ctx, "mmcid_release");
+	KUNIT_ASSERT_FALSE(test, IS_ERR(task));
+	get_task_struct(task);
+	KUNIT_ASSERT_NE(test, wait_for_completion_timeout(&f->folding, 10 * HZ), 0UL);
+	KUNIT_EXPECT_TRUE(test, mmcid_pcpu_mm_gone(a));
+	KUNIT_EXPECT_TRUE(test, mmcid_pcpu_mm_gone(mmcid_counter_storage(b)));
+	KUNIT_EXPECT_EQ(test, mmcid_pcpu_prepare(a, 0, GFP_KERNEL), -ENOENT);
+	complete(&f->go);
+	kthread_stop(task);
+	put_task_struct(task);
+
+	KUNIT_EXPECT_EQ(test, mmcid_pcpu_prepare(mmcid_counter_storage(b), 0,
+						 GFP_KERNEL), -ENOENT);
+	mmcid_counter_destroy(b);
+	mmcid_pcpu_destroy(a);
+	mmcid_mm_destroy(ctx);
+	mmput(mm);
+}
+
+/*
+ * Review L2: preemptible is not "may sleep".  Inside an RCU read side a
+ * caller whose cid has no block gets the remote slot and no block is
+ * allocated, whatever its gfp.  (Debug kernels report the blocking gfp
+ * there before the library sees it, so the case runs where
+ * CONFIG_DEBUG_ATOMIC_SLEEP is off: the kunit.py kernel.)
+ */
+static void mmcid_no_grow_in_rcu(struct kunit *test)
+{
+	struct mm_struct *mm = kt_mm(test);
+	struct mmcid_counter *c;
+	unsigned long retry;
+	unsigned int tries;
+	int cid;
+
+	if (IS_ENABLED(CONFIG_DEBUG_ATOMIC_SLEEP))
+		kunit_skip(test, "CONFIG_DEBUG_ATOMIC_SLEEP reports the caller first");
+	if (!IS_ENABLED(CONFIG_PREEMPT_RCU))
+		kunit_skip(test, "an RCU read side is not preemptible here");
+	if (nr_cpu_ids <= MMCID_B0)
+		kunit_skip(test, "every cid is in block 0");
+	c = mmcid_counter_create(mm);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(c));
+	tries = mmcid_pcpu_grow_attempts(mmcid_counter_storage(c), &retry);
+	rcu_read_lock();
+	cid = __mmcid_counter_add(c, 1, GFP_KERNEL, MMCID_SRC_FIXED, MMCID_B0, NULL);
+	rcu_read_unlock();
+	KUNIT_EXPECT_EQ(test, cid, MMCID_PCPU_REMOTE);
+	KUNIT_EXPECT_EQ(test, mmcid_pcpu_grow_attempts(mmcid_counter_storage(c), &retry),
+			tries);
+	KUNIT_EXPECT_EQ(test, mmcid_counter_sum(c), 1);
+	mmcid_counter_destroy(c);
+	mmput(mm);
+}
+
+/*
  * A counter array: nr counters in one object, counter i at word i of the
  * object's range of every cid's unit and of its remote slot.  Each
  * counter sums only its own adds (cid slots in block 0 and above, the
@@ -1776,6 +2074,12 @@ static struct kunit_case mmcid_cases[] = {
 	KUNIT_CASE(mmcid_geometry),
 	KUNIT_CASE(mmcid_map_grain),
 	KUNIT_CASE(mmcid_owned_ctx),
+	KUNIT_CASE(mmcid_destroy_ctx_with_object),
+	KUNIT_CASE(mmcid_counter_fast_read),
+	KUNIT_CASE(mmcid_counter_no_lock),
+	KUNIT_CASE(mmcid_remote_slot_aligned),
+	KUNIT_CASE(mmcid_gone_during_release),
+	KUNIT_CASE(mmcid_no_grow_in_rcu),
 	KUNIT_CASE(mmcid_counter_array),
 	KUNIT_CASE(mmcid_set0_reuse),
 	{}

@@ -275,11 +275,21 @@ struct mmcid_counter *__mmcid_counter_create_in(struct mmcid_mm *ctx,
 	__mmcid_counter_create_in(ctx, mm, nr, &__key);			\
 })
 
+/*
+ * A cid slot of a counter holds at most this much unfolded, either way:
+ * an add that reaches it moves the slot's value into the counter's
+ * remote slot, which mmcid_counter_read_at() reads in O(1).
+ */
+#define MMCID_COUNTER_BATCH	32
+
 void mmcid_counter_destroy(struct mmcid_counter *c);
 int __mmcid_counter_add_task(const struct mmcid_pcpu_fast *f,
 			     unsigned int idx, s64 delta, gfp_t gfp,
 			     unsigned int *cpu, unsigned int subclass);
+void __mmcid_counter_fold(const struct mmcid_pcpu_fast *f, local64_t *v,
+			  unsigned int idx, unsigned int subclass);
 s64 mmcid_counter_sum_at(struct mmcid_counter *c, unsigned int idx);
+s64 mmcid_counter_read_at(struct mmcid_counter *c, unsigned int idx);
 int mmcid_counter_sum_many(struct mmcid_counter *c, unsigned int first,
 			   unsigned int nr, s64 *sums);
 
@@ -336,8 +346,13 @@ static __always_inline int __mmcid_counter_add_inline(struct mmcid_counter *c,
 			   ((__builtin_constant_p(idx) && !idx) ||
 			    idx < f->nr) &&
 			   test_bit_acquire(cid, &f->ready0))) {
-			local64_add(delta, (local64_t *)(READ_ONCE(f->slot0) +
-							 cid * f->stride) + idx);
+			local64_t *v = (local64_t *)(READ_ONCE(f->slot0) +
+						     cid * f->stride) + idx;
+			s64 n = local64_add_return(delta, v);
+
+			if (unlikely(n >= MMCID_COUNTER_BATCH ||
+				     n <= -MMCID_COUNTER_BATCH))
+				__mmcid_counter_fold(f, v, idx, subclass);
 			if (cpu)
 				*cpu = smp_processor_id();
 			preempt_enable();
@@ -355,11 +370,14 @@ static __always_inline int __mmcid_counter_add_inline(struct mmcid_counter *c,
  * @gfp: as for mmcid_pcpu_get()
  * @cpu: if not NULL, set to the CPU the add ran on
  *
- * Interrupt safe: the slot is updated with local64_add().  The path of a
- * thread of the mm whose cid is in block 0 and whose slot is initialised
- * is inline (preemption disabled around one local64_add()); everything
- * else (first use of a cid, a missing block, a higher cid, the remote
- * slot) is __mmcid_counter_add_task().
+ * Interrupt safe: the slot is updated with local64_add_return().  The
+ * path of a thread of the mm whose cid is in block 0 and whose slot is
+ * initialised is inline (preemption disabled around that add); once the
+ * slot holds MMCID_COUNTER_BATCH either way, it is folded into the remote
+ * slot under the storage's lock (__mmcid_counter_fold()).  Everything
+ * else (first use of a cid, a missing block, a higher cid) is
+ * __mmcid_counter_add_task(); a caller without a cid slot adds to the
+ * remote slot with one atomic add, no lock.
  *
  * Context: As for mmcid_pcpu_get(): any context but NMI if @gfp cannot
  * block, else process context that may sleep.  Not inside an access to
