@@ -36,6 +36,9 @@
  *     with process_vm_writev() and with ptrace(PTRACE_POKEDATA).
  *  e. fork: the child's counters as fork built them, its COW breaks and
  *     munmap; the parent's counters untouched by the child.
+ *  f. high-water mark: one thread per allowed CPU faults half a counter
+ *     tree batch of pages and stays; an munmap() then updates VmHWM from
+ *     the fast read, which must not exceed the exact VmRSS read before.
  *
  * /proc/PID/status sums the counters exactly (get_mm_counter_sum() since
  * 6.16, and in 6.12.y stable), so on mainline --bound 0 passes even with
@@ -50,6 +53,7 @@
 #include <getopt.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -741,9 +745,88 @@ static void case_fork(void)
 	munmap(p, npages * page_size);
 }
 
+/* ---- f. high-water mark ---- */
+
+#define F_CHECKS	1
+#define F_PAGES		16	/* half of a counter tree's batch of 32 */
+#define F_THREADS_MAX	256
+
+struct f_ctx {
+	pthread_barrier_t *bar;
+	char *base;
+	int cpu;
+};
+
+static void *f_thread(void *arg)
+{
+	struct f_ctx *c = arg;
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(c->cpu, &set);
+	sched_setaffinity(0, sizeof(set), &set);	/* best effort */
+	prefault_stack(16 * 1024);
+	pthread_barrier_wait(c->bar);		/* 1: on its CPU */
+	touch(c->base, F_PAGES);
+	pthread_barrier_wait(c->bar);		/* 2: touched */
+	pthread_barrier_wait(c->bar);		/* 3: checked; no unmap before */
+	return NULL;
+}
+
+/*
+ * Between the start and the munmap() the RSS only grows (the threads stay
+ * alive, nothing is unmapped), so its true peak is the exact VmRSS read
+ * just before the munmap().  A fast read that runs ahead of a growing
+ * counter (a tree's level 0 starts mid-window) would put a higher, false
+ * peak into VmHWM.
+ */
+static void case_hiwater(void)
+{
+	static pthread_t tid[F_THREADS_MAX];
+	static struct f_ctx ctx[F_THREADS_MAX];
+	long rss, hwm;
+	pthread_barrier_t bar;
+	int i, n = 0, cpu;
+	cpu_set_t set;
+	char *p;
+
+	if (sched_getaffinity(0, sizeof(set), &set))
+		die("sched_getaffinity");
+	p = map_anon((long)F_THREADS_MAX * F_PAGES + 1, MAP_PRIVATE);
+	touch(p, 1);
+	for (cpu = 0; cpu < CPU_SETSIZE && n < F_THREADS_MAX; cpu++)
+		if (CPU_ISSET(cpu, &set))
+			ctx[n++].cpu = cpu;
+	pthread_barrier_init(&bar, NULL, n + 1);
+	for (i = 0; i < n; i++) {
+		ctx[i].bar = &bar;
+		ctx[i].base = p + ((long)i * F_PAGES + 1) * page_size;
+		errno = pthread_create(&tid[i], NULL, f_thread, &ctx[i]);
+		if (errno)
+			die("pthread_create");
+	}
+	pthread_barrier_wait(&bar);		/* 1 */
+	pthread_barrier_wait(&bar);		/* 2 */
+	if (read_file("/proc/self/status", status_buf, sizeof(status_buf)) <= 0)
+		die("read /proc/self/status");
+	rss = field_pages(status_buf, "VmRSS");
+	munmap(p, page_size);			/* update_hiwater_rss() */
+	if (read_file("/proc/self/status", status_buf, sizeof(status_buf)) <= 0)
+		die("read /proc/self/status");
+	hwm = field_pages(status_buf, "VmHWM");
+	check(hwm > rss ? hwm - rss : 0, 0, 0,
+	      "hiwater: VmHWM %ld <= peak VmRSS %ld after %d threads faulted %d pages each",
+	      hwm, rss, n, F_PAGES);
+	pthread_barrier_wait(&bar);		/* 3 */
+	for (i = 0; i < n; i++)
+		pthread_join(tid[i], NULL);
+	pthread_barrier_destroy(&bar);
+}
+
 /* ---- main ---- */
 
-#define CHECKS_PER_LOOP (A_CHECKS + B_CHECKS + C_CHECKS + D_CHECKS + E_CHECKS)
+#define CHECKS_PER_LOOP (A_CHECKS + B_CHECKS + C_CHECKS + D_CHECKS + E_CHECKS + \
+			 F_CHECKS)
 
 static void usage(const char *prog)
 {
@@ -815,6 +898,7 @@ int main(int argc, char **argv)
 		run_case("shmem", case_shmem, C_CHECKS);
 		run_case("remote", case_remote, D_CHECKS);
 		run_case("fork", case_fork, E_CHECKS);
+		run_case("hiwater", case_hiwater, F_CHECKS);
 	}
 	printf("# %s\n", failed ? "FAIL" : "PASS");
 	return failed;
