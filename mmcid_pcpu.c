@@ -313,8 +313,8 @@
  * gives its range back (the last member frees the unit set) and frees
  * it; when destroy returns, no callback of the object runs any more.  The
  * last object of an mm drops the context with mmu_notifier_put(), which
- * frees it later through SRCU; module unload waits for that with
- * mmu_notifier_synchronize() (pn_mmcid_exit()).
+ * frees it later from an SRCU callback; module unload waits for those
+ * callbacks by count (pn_mmcid_exit()).
  *
  * Index source.  The exported accesses (mmcid_pcpu_get(), _get_nested(),
  * mmcid_counter_add(), _add_at(), _add_nested()) take the index from
@@ -714,16 +714,27 @@ static void mmcid_ctx_free(struct mmcid_mm *ctx)
 	kfree(ctx);
 }
 
+/*
+ * mmu_notifier contexts whose free callback has not run yet: module
+ * unload waits for them (pn_mmcid_exit()).
+ */
+static atomic_t mmcid_mn_live = ATOMIC_INIT(0);
+
 static struct mmu_notifier *mmcid_mm_alloc(struct mm_struct *mm)
 {
 	struct mmcid_mm *ctx = mmcid_ctx_alloc(GFP_KERNEL);
 
-	return ctx ? &ctx->mn : ERR_PTR(-ENOMEM);
+	if (!ctx)
+		return ERR_PTR(-ENOMEM);
+	atomic_inc(&mmcid_mn_live);
+	return &ctx->mn;
 }
 
 static void mmcid_mm_free(struct mmu_notifier *mn)
 {
 	mmcid_ctx_free(container_of(mn, struct mmcid_mm, mn));
+	if (atomic_dec_and_test(&mmcid_mn_live))
+		wake_up_var(&mmcid_mn_live);
 }
 
 /* Take @s off ctx->objs if it is there; ctx->lock held. */
@@ -2758,14 +2769,18 @@ int pn_mmcid_init(void)
  *
  * Every storage object is destroyed by now (a client module holds a
  * reference on this one; the harness stopped first), but the last
- * mmu_notifier_put() of a context frees it later, through SRCU, with
- * mmcid_mm_free(), which is module code.  In 6.12 and 7.x
- * mmu_notifier_synchronize() is synchronize_srcu() on the notifiers'
- * SRCU: when it returns, no such callback runs any more.
+ * mmu_notifier_put() of a context frees it later, from an SRCU callback,
+ * with mmcid_mm_free(), which is module code.  mmu_notifier_synchronize()
+ * is only synchronize_srcu() in 6.12 and 7.x: it waits for a grace
+ * period, not for the callbacks queued before it (that would be
+ * srcu_barrier(), on an SRCU struct the kernel keeps private).  So each
+ * callback also counts itself out, and this waits for the count.  What
+ * is left is the callback's return from module code after its wake-up.
  *
  * Context: Module exit, after pn_control_stop(); may sleep.
  */
 void pn_mmcid_exit(void)
 {
 	mmu_notifier_synchronize();
+	wait_var_event(&mmcid_mn_live, !atomic_read(&mmcid_mn_live));
 }

@@ -425,7 +425,7 @@ static DEFINE_MUTEX(pn_drain_lock);
 static DEFINE_PER_CPU(struct pn_drain_work, pn_drain_works);
 
 static struct workqueue_struct *pn_drain_wq;	/* per-CPU drain items */
-static struct workqueue_struct *pn_maint_wq;	/* maint_work, drain_work */
+static struct workqueue_struct *pn_maint_wq;	/* drain_work (WQ_MEM_RECLAIM) */
 
 static enum cpuhp_state pn_cpuhp_state;
 static struct shrinker *pn_shrinker;
@@ -493,10 +493,15 @@ static inline void pn_stat_op(struct pn_cache *c, enum pn_stat_item si)
 #endif
 }
 
+/*
+ * maint_work allocates (GFP_KERNEL) and runs constructors: not on the
+ * WQ_MEM_RECLAIM workqueue, whose rescuer must stay free for drain_work,
+ * which gives memory back.
+ */
 static void pn_maint_kick(struct pn_cache *c)
 {
 	if (!READ_ONCE(c->dead))
-		queue_work(pn_maint_wq, &c->maint_work);
+		queue_work(system_dfl_wq, &c->maint_work);
 }
 
 /* ---- chunk layer (cache->lock) ------------------------------------------ */
