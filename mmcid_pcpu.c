@@ -1316,7 +1316,8 @@ void mmcid_pcpu_destroy(struct mmcid_pcpu *s)
 }
 EXPORT_SYMBOL_GPL(mmcid_pcpu_destroy);
 
-static int mmcid_grow(struct mmcid_pcpu *s, unsigned int k, gfp_t gfp);
+static int mmcid_grow(struct mmcid_pcpu *s, unsigned int k, gfp_t gfp,
+		      bool asked);
 
 /**
  * mmcid_mm_create() - a per-mm context whose lifetime the caller manages
@@ -1432,7 +1433,9 @@ EXPORT_SYMBOL_GPL(__mmcid_pcpu_create_in);
  * prepare serves the whole set, above them every object that is used
  * from atomic context needs its own (one counter array needs one).
  * What exists costs a load or two.  The allocations are charged as
- * @gfp says (__GFP_ACCOUNT: to the caller's memory cgroup).
+ * @gfp says (__GFP_ACCOUNT: to the caller's memory cgroup) and made with
+ * @gfp as given: a failure here starts no backoff of the accesses'
+ * allocations.
  *
  * Context: Process context, may sleep if @gfp allows.
  * Return: 0, -ENOMEM (the accesses still work, through the remote slot),
@@ -1451,7 +1454,7 @@ int mmcid_pcpu_prepare(struct mmcid_pcpu *s, unsigned int max_cid, gfp_t gfp)
 	for (k = 0; k <= last && k < u->nblk; k++) {
 		if (mmcid_blk(u, k) && mmcid_ready(s, k))
 			continue;
-		ret = mmcid_grow(s, k, gfp);
+		ret = mmcid_grow(s, k, gfp, true);
 		if (ret)
 			return ret;
 	}
@@ -1510,29 +1513,36 @@ static bool mmcid_may_grow(struct mmcid_pcpu *s, gfp_t gfp)
  * Make block k usable for @s, with preemption enabled by us: allocate
  * and publish what is missing of the set's dir (k >= 1), our ready words
  * (k >= 1) and the block.  0 if all of it exists afterwards, else
- * -errno; a failure starts the set's backoff.
+ * -errno.  For an access (!@asked) the blocks are an optimisation with a
+ * fallback: no reserves, no OOM killer, no warning, and a failure starts
+ * the set's backoff.  mmcid_pcpu_prepare() (@asked) allocates with its
+ * caller's @gfp as given, as fork does for the memory an mm needs: near
+ * a memcg limit it reclaims rather than fails.
  */
-static int mmcid_grow(struct mmcid_pcpu *s, unsigned int k, gfp_t gfp)
+static int mmcid_grow(struct mmcid_pcpu *s, unsigned int k, gfp_t gfp,
+		      bool asked)
 {
 	struct mmcid_units *u = s->units;
 	unsigned long flags, *ready = NULL;
 	void **dir = NULL, *slots = NULL;
 	unsigned long retry;
-	gfp_t agfp;
+	gfp_t agfp = gfp;
 	int ret = 0;
 
 	atomic_inc(&s->grow_attempts);
-	/* An optimisation with a fallback: no reserves, OOM killer, warning. */
-	gfp &= ~(__GFP_HIGH | __GFP_NOFAIL);
-	gfp |= __GFP_NOWARN | __GFP_NORETRY;
+	if (!asked) {
+		gfp &= ~(__GFP_HIGH | __GFP_NOFAIL);
+		gfp |= __GFP_NOWARN | __GFP_NORETRY;
+		/*
+		 * Up to one word per block (page-sized units): kvcalloc(),
+		 * which takes __GFP_RETRY_MAYFAIL for "no OOM killer"
+		 * instead of __GFP_NORETRY (a non-blocking @gfp makes it
+		 * kmalloc() only).
+		 */
+		agfp = (gfp & ~__GFP_NORETRY) | __GFP_RETRY_MAYFAIL;
+	}
 	if (pn_fault_hit(PN_FAULT_MMCID))
 		goto fail;
-	/*
-	 * Up to one word per block (page-sized units): kvcalloc(), which
-	 * takes __GFP_RETRY_MAYFAIL for "no OOM killer" instead of
-	 * __GFP_NORETRY (a non-blocking @gfp makes it kmalloc() only).
-	 */
-	agfp = (gfp & ~__GFP_NORETRY) | __GFP_RETRY_MAYFAIL;
 	if (k && !READ_ONCE(u->dir)) {
 		dir = kvcalloc(u->nblk - 1, sizeof(*dir), agfp);
 		if (!dir)
@@ -1583,8 +1593,10 @@ static int mmcid_grow(struct mmcid_pcpu *s, unsigned int k, gfp_t gfp)
 fail:
 	kvfree(dir);
 	kvfree(ready);
-	retry = jiffies + MMCID_GROW_BACKOFF;
-	WRITE_ONCE(u->grow_retry, retry ?: 1);	/* 0 means none */
+	if (!asked) {
+		retry = jiffies + MMCID_GROW_BACKOFF;
+		WRITE_ONCE(u->grow_retry, retry ?: 1);	/* 0 means none */
+	}
 	return -ENOMEM;
 }
 
@@ -1745,7 +1757,7 @@ again:
 	preempt_enable();
 	if (tries++ < MMCID_GROW_TRIES && mmcid_may_grow(s, gfp)) {
 		might_sleep_if(gfpflags_allow_blocking(gfp));
-		if (!mmcid_grow(s, k, gfp))
+		if (!mmcid_grow(s, k, gfp, false))
 			goto again;
 	}
 

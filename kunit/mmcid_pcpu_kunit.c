@@ -59,6 +59,7 @@
 
 #include <pcpu_next/compat.h>
 #include <pcpu_next/mmcid_pcpu.h>
+#include "internal/core.h"
 #include "internal/mmcid_pcpu.h"
 
 PN_IMPORT_NS_KUNIT();	/* mm_alloc() */
@@ -1690,6 +1691,36 @@ static void mmcid_remote_slot_aligned(struct kunit *test)
 	mmput(mm);
 }
 
+/*
+ * Review L1: prepare allocates what the caller asked for with its gfp;
+ * a failure there is the caller's -ENOMEM and starts no backoff, so the
+ * next access may still grow (the mm_init() path of rss_stat=mmcid used
+ * to get __GFP_NORETRY and to arm the backoff).
+ */
+static void mmcid_prepare_no_backoff(struct kunit *test)
+{
+	struct mm_struct *mm;
+	struct mmcid_counter *c;
+	unsigned long retry;
+
+	if (!IS_ENABLED(CONFIG_FAULT_INJECTION))
+		kunit_skip(test, "needs CONFIG_FAULT_INJECTION");
+	mm = kt_mm(test);
+	c = mmcid_counter_create(mm);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(c));
+	pn_fault_fail_nth(PN_FAULT_MMCID, 1);
+	KUNIT_EXPECT_EQ(test, mmcid_pcpu_prepare(mmcid_counter_storage(c), 0,
+						 GFP_KERNEL), -ENOMEM);
+	pn_fault_fail_nth(PN_FAULT_MMCID, 0);
+	KUNIT_EXPECT_EQ(test, mmcid_pcpu_grow_attempts(mmcid_counter_storage(c), &retry),
+			1U);
+	KUNIT_EXPECT_EQ(test, retry, 0UL);
+	KUNIT_EXPECT_EQ(test, __mmcid_counter_add(c, 1, GFP_KERNEL,
+						  MMCID_SRC_FIXED, 0, NULL), 0);
+	mmcid_counter_destroy(c);
+	mmput(mm);
+}
+
 /* Clears the misuse budget if the case ends early (an assertion). */
 static void kt_misuse_budget_clear(void *unused)
 {
@@ -2075,6 +2106,7 @@ static struct kunit_case mmcid_cases[] = {
 	KUNIT_CASE(mmcid_map_grain),
 	KUNIT_CASE(mmcid_owned_ctx),
 	KUNIT_CASE(mmcid_destroy_ctx_with_object),
+	KUNIT_CASE(mmcid_prepare_no_backoff),
 	KUNIT_CASE(mmcid_counter_fast_read),
 	KUNIT_CASE(mmcid_counter_no_lock),
 	KUNIT_CASE(mmcid_remote_slot_aligned),
