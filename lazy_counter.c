@@ -312,8 +312,6 @@ struct lazy_group;
  * @read: fast approximate value of one slot's target
  * @sum: exact value of one slot's target
  * @slack: largest |read - sum| of one slot at quiescence
- * @over: largest read - sum of one slot that was only added to (0 for the
- *	  flat target, which omits the per-CPU deltas; the tree's over)
  */
 struct lazy_target_ops {
 	const char *name;
@@ -322,7 +320,6 @@ struct lazy_target_ops {
 	s64 (*read)(struct lazy_slot *s);
 	s64 (*sum)(struct lazy_slot *s);
 	u64 (*slack)(struct lazy_slot *s);
-	u64 (*over)(struct lazy_slot *s);
 };
 
 /**
@@ -579,11 +576,6 @@ static u64 lazy_flat_slack(struct lazy_slot *s)
 	return (u64)lazy_counter_flat_batch_max * nr_cpu_ids;
 }
 
-static u64 lazy_flat_over(struct lazy_slot *s)
-{
-	return 0;
-}
-
 static const struct lazy_target_ops lazy_flat_ops = {
 	.name = "flat",
 	.setup = lazy_flat_setup,
@@ -591,7 +583,6 @@ static const struct lazy_target_ops lazy_flat_ops = {
 	.read = lazy_flat_read,
 	.sum = lazy_flat_sum,
 	.slack = lazy_flat_slack,
-	.over = lazy_flat_over,
 };
 
 /* ---- tree target: the hierarchical counter tree (counter_tree.c) ---------- */
@@ -667,14 +658,6 @@ static u64 lazy_tree_slack(struct lazy_slot *s)
 	return max(under, over);
 }
 
-static u64 lazy_tree_over(struct lazy_slot *s)
-{
-	unsigned long under = 0, over = 0;
-
-	pn_ctree_accuracy_range(s->head.tree, &under, &over);
-	return over;
-}
-
 static const struct lazy_target_ops lazy_tree_ops = {
 	.name = "tree",
 	.setup = lazy_tree_setup,
@@ -682,7 +665,6 @@ static const struct lazy_target_ops lazy_tree_ops = {
 	.read = lazy_tree_read,
 	.sum = lazy_tree_sum,
 	.slack = lazy_tree_slack,
-	.over = lazy_tree_over,
 };
 
 /* __lazy_counter_add_upgraded() knows exactly these two. */
@@ -756,34 +738,6 @@ s64 __lazy_counter_read_upgraded(const struct lazy_counter *c)
 	return s ? s->ops->read(s) : 0;
 }
 EXPORT_SYMBOL_GPL(__lazy_counter_read_upgraded);
-
-/**
- * lazy_counter_read_low() - fast read that never runs ahead of a growing
- *			     counter
- * @c: the counter
- *
- * lazy_counter_read() less what its target may read above the exact
- * value: nothing in lazy mode and for the flat target, whose read omits
- * the per-CPU deltas (so a counter that was only added to reads at most
- * its exact value, as percpu_counter_read()), the tree's over for the tree
- * target.  For a high-water mark (VmHWM): it must not report a peak that
- * never happened.
- *
- * Context: Any context except NMI.
- * Return: the approximate value, never above the exact value of a counter
- * that was only added to.
- */
-s64 lazy_counter_read_low(const struct lazy_counter *c)
-{
-	s64 v = lazy_counter_read(c);
-	struct lazy_slot *s;
-
-	if (!(__lazy_counter_state(c) & LAZY_COUNTER_UPGRADED))
-		return v;
-	s = lazy_slot_of(c, "read of a destroyed counter");
-	return s ? v - (s64)s->ops->over(s) : v;
-}
-EXPORT_SYMBOL_GPL(lazy_counter_read_low);
 
 /**
  * __lazy_counter_sum_upgraded() - exact value of an upgraded counter

@@ -1825,7 +1825,9 @@ static void *__maybe_unused mmcid_get_chosen(struct mmcid_pcpu *s,
  * non-blocking @gfp).  Like this_cpu_ptr(), a cid
  * slot is not protected against interrupts on the same CPU: use
  * interrupt-safe updates (local_t, local64_t) if the storage is also used
- * from interrupts.
+ * from interrupts.  A counter array's remote slot (mmcid_counter_storage())
+ * also takes lockless atomic adds: write it only with atomic64_t
+ * operations.
  *
  * Context: Any context but NMI (hard or soft interrupt, raw spinlock held,
  * preemption or interrupts disabled) if @gfp cannot block; process context
@@ -2617,7 +2619,8 @@ EXPORT_SYMBOL_GPL(mmcid_counter_sum_at);
  * the cids used of mmcid_counter_sum_at(); exact once the mm is torn
  * down.  One load: no lock, no walk.
  *
- * Context: Any context.
+ * Context: Any context (not NMI on a 32-bit kernel without native 64-bit
+ * atomics).
  * Return: the approximate value; 0 (logged once) if @idx is beyond the
  * array.
  */

@@ -87,6 +87,9 @@
  *  - pn_shrink_lock (mutex, trylocked by the shrinker): one scan at a time
  *    owns the caches' shrink_node links.  Only the KUnit suite waits for it.
  *  - pn_drain_lock (mutex): the per-CPU drain work items (pn_drain_works).
+ *  - pn_direct's xa_lock (spinlock_t, IRQ-safe): the direct objects of
+ *    debug and destructor caches.  Taken alone, never with another
+ *    pcpu_next lock held; a chunk object's free does not take it.
  *  - Remote CPUs' magazines are touched only (a) by pn_cpu_dead() after the
  *    CPU is dead, (b) by a drain work item running on the owning CPU under
  *    its local lock (pn_drain_all_cpus(), as SLUB's flush_all_cpus_locked()
@@ -115,7 +118,8 @@
  *  - Accounted requests (__GFP_ACCOUNT): a chunk is charged to whoever
  *    created it, so accounted objects never come from chunks.  Each is a
  *    direct object, charged by the kernel's allocator to the caller's
- *    memcg (and constructed with the caller's gfp, destructed when freed).
+ *    memcg (constructed with the caller's gfp; a destructor runs after
+ *    the free, from drain_work, so that a free stays any-context).
  *    In tree, the cache would charge each object with obj_cgroup_charge()
  *    and keep the obj_cgroup per object, as slab does (and mm/percpu.c for
  *    its chunks); that function is not exported to modules.
@@ -1227,18 +1231,25 @@ static void __percpu *pn_locked_alloc(struct pn_cache *c, bool atomic,
 	return obj;
 }
 
+/* callers[] of an object being freed (poisoned with the lock dropped). */
+#define PN_FREEING	1UL
+
 /*
- * True if @idx of @ch is free, or @ch is being released: a double free.
- * The allocation site is copied out under the lock, for the report: once
- * the lock and the RCU read side are dropped, @ch may be freed.
+ * True if @idx of @ch is free, being freed, or @ch is being released: a
+ * double free.  The allocation site is copied out under the lock, for the
+ * report: once the lock and the RCU read side are dropped, @ch may be
+ * freed.
  */
 static bool pn_double_free(struct pn_cache *c, struct pn_chunk *ch,
 			   unsigned int idx, unsigned long *site)
 {
 	lockdep_assert_held(&c->lock);
-	if (!ch->dead && !test_bit(idx, ch->free_map))
+	if (!ch->dead && !test_bit(idx, ch->free_map) &&
+	    !(ch->callers && ch->callers[idx] == PN_FREEING))
 		return false;
 	*site = ch->callers ? ch->callers[idx] : 0;
+	if (*site == PN_FREEING)
+		*site = 0;
 	return true;
 }
 
@@ -1275,15 +1286,16 @@ static void pn_locked_free(struct pn_cache *c, void __percpu *obj)
 		/*
 		 * Poison with the lock dropped: size x possible CPUs bytes
 		 * is too long to keep interrupts off.  The free bit is still
-		 * clear, so no allocation can hand the object out meanwhile;
-		 * a racing double free poisons too and is caught below.
+		 * clear, so no allocation can hand the object out, and the
+		 * chunk cannot be released, meanwhile; a second free finds
+		 * PN_FREEING and is reported without touching the object.
 		 */
+		ch->callers[idx] = PN_FREEING;
 		spin_unlock_irqrestore(&c->lock, flags);
 		for_each_possible_cpu(cpu)
 			memset(per_cpu_ptr(obj, cpu), PN_POISON, c->size);
 		spin_lock_irqsave(&c->lock, flags);
-		if (pn_double_free(c, ch, idx, &site))
-			goto double_free;
+		ch->callers[idx] = 0;
 	}
 	pn_chunk_put_idx(c, ch, idx);
 	spin_unlock_irqrestore(&c->lock, flags);
@@ -1299,14 +1311,26 @@ double_free:
 
 /* ---- direct objects: one __alloc_percpu_gfp() each ---------------------- */
 
+/*
+ * Direct objects are tracked in pn_direct where a free needs more than
+ * "not in a chunk": in debug mode (a second free is reported, never
+ * handed to free_percpu()) and for a cache with a destructor (which runs
+ * later, from drain_work).  The others keep the free of percpu_counter
+ * users as it was: no lookup beyond the chunk tree.
+ */
+static bool pn_direct_tracked(struct pn_cache *c)
+{
+	return (c->flags & PN_CACHE_DEBUG) || c->dtor;
+}
+
 /* Enter @obj of @c in pn_direct.  Returns 0 or -ENOMEM. */
 static int pn_direct_track(struct pn_cache *c, void __percpu *obj, gfp_t gfp)
 {
 	unsigned long flags;
 	int ret;
 
-	/* Metadata: not charged to the caller, and no warning. */
-	gfp = (gfp & ~(__GFP_ZERO | __GFP_ACCOUNT)) | __GFP_NOWARN;
+	/* Charged as the object is (the caller's __GFP_ACCOUNT), quietly. */
+	gfp = (gfp & ~__GFP_ZERO) | __GFP_NOWARN;
 	if (gfpflags_allow_blocking(gfp))
 		return xa_insert_irq(&pn_direct, pn_addr(obj), c, gfp);
 	xa_lock_irqsave(&pn_direct, flags);
@@ -1333,7 +1357,7 @@ static void __percpu *pn_direct_alloc(struct pn_cache *c, size_t size,
 	obj = __alloc_percpu_gfp(size, c->align, gfp & ~__GFP_ZERO);
 	if (!obj)
 		return NULL;
-	if (pn_direct_track(c, obj, gfp))
+	if (pn_direct_tracked(c) && pn_direct_track(c, obj, gfp))
 		goto free;
 	if (c->ctor && c->ctor(obj, c->priv, gfp))
 		goto untrack;
@@ -1347,16 +1371,20 @@ static void __percpu *pn_direct_alloc(struct pn_cache *c, size_t size,
 	return obj;
 
 untrack:
-	pn_direct_untrack(obj);
+	if (pn_direct_tracked(c))
+		pn_direct_untrack(obj);
 free:
 	free_percpu(obj);
 	return NULL;
 }
 
-/* A direct object has left pn_direct: destruct, free, count. */
-static void pn_direct_release(struct pn_cache *c, void __percpu *obj)
+/*
+ * A direct object has left pn_direct (or was never in it): destruct
+ * (@dtor), free, count.
+ */
+static void pn_direct_release(struct pn_cache *c, void __percpu *obj, bool dtor)
 {
-	if (c->dtor)
+	if (dtor && c->dtor)
 		c->dtor(obj, c->priv);
 	free_percpu(obj);
 	if (c->sized) {
@@ -1367,29 +1395,55 @@ static void pn_direct_release(struct pn_cache *c, void __percpu *obj)
 	}
 }
 
+static bool pn_in_chunk(void __percpu *obj)
+{
+	bool found;
+
+	rcu_read_lock();
+	found = pn_chunk_lookup(obj);
+	rcu_read_unlock();
+	return found;
+}
+
+/* A free of a pointer that is no live object: counted, reported, dropped. */
+static void pn_bad_free(struct pn_cache *c, const char *what)
+{
+	atomic_long_inc(&c->bad_frees);
+	pr_err_ratelimited("%s: free of %s\n", c->name, what);
+}
+
 /*
  * Free @obj if it is a direct object: true if it was one (freed, or
- * queued for its destructor), or a second free of one (reported).  A
+ * queued for its destructor), or is no object at all (reported).  A
  * destructor may sleep and this may run in any context, so a destructor
- * cache's object is only marked here and destructed by drain_work.
+ * cache's object is only marked here and destructed by drain_work; once
+ * the cache was destroyed, not at all (its owner may be gone, as for the
+ * objects of kept chunks).
  */
 static bool pn_direct_free(struct pn_cache *c, void __percpu *obj)
 {
 	unsigned long flags, idx = pn_addr(obj);
 	struct pn_cache *owner;
 
+	if (!pn_direct_tracked(c)) {
+		if (pn_in_chunk(obj))
+			return false;
+		pn_direct_release(c, obj, false);
+		return true;
+	}
+	/* Chunk objects, the common case, take no lock here. */
+	if (!xa_load(&pn_direct, idx)) {
+		if (pn_in_chunk(obj))
+			return false;
+		pn_bad_free(c, "a pointer that is no live object (a second free?)");
+		return true;
+	}
 	xa_lock_irqsave(&pn_direct, flags);
 	owner = xa_load(&pn_direct, idx);
-	if (!owner) {
-		xa_unlock_irqrestore(&pn_direct, flags);
-		return false;
-	}
 	if (owner != c || xa_get_mark(&pn_direct, idx, PN_DIRECT_DYING)) {
 		xa_unlock_irqrestore(&pn_direct, flags);
-		if (owner != c) {
-			atomic_long_inc(&c->bad_frees);
-			pr_err_ratelimited("%s: free of an object of cache %s\n",
-					   c->name, owner->name);
+		if (!owner || owner != c) {
+			pn_bad_free(c, "an object of another cache");
 		} else {
 			atomic_long_inc(&c->double_frees);
 			pr_err_ratelimited("%s: double free of a direct object\n",
@@ -1397,7 +1451,7 @@ static bool pn_direct_free(struct pn_cache *c, void __percpu *obj)
 		}
 		return true;
 	}
-	if (c->dtor) {
+	if (c->dtor && !READ_ONCE(c->dead)) {
 		__xa_set_mark(&pn_direct, idx, PN_DIRECT_DYING);
 		xa_unlock_irqrestore(&pn_direct, flags);
 		queue_work(pn_maint_wq, &c->drain_work);
@@ -1405,7 +1459,7 @@ static bool pn_direct_free(struct pn_cache *c, void __percpu *obj)
 	}
 	__xa_erase(&pn_direct, idx);
 	xa_unlock_irqrestore(&pn_direct, flags);
-	pn_direct_release(c, obj);
+	pn_direct_release(c, obj, false);
 	return true;
 }
 
@@ -1427,7 +1481,7 @@ static unsigned long pn_direct_reap(struct pn_cache *c)
 		xa_unlock_irqrestore(&pn_direct, flags);
 		if (owner != c)
 			continue;
-		pn_direct_release(c, (__force void __percpu *)idx);
+		pn_direct_release(c, (__force void __percpu *)idx, true);
 		n++;
 		cond_resched();
 	}
@@ -2149,9 +2203,10 @@ EXPORT_SYMBOL_GPL(pn_cache_of);
  *
  * Finds the size class from the pointer (one lockless tree lookup).  A
  * pointer in no chunk is a direct object (accounted, or an atomic
- * fallback) and goes to free_percpu(); while no direct object is live, such
- * a pointer (and an object of a cache of pn_cache_create()) is reported
- * and ignored instead.  Never allocates.
+ * fallback) and goes to free_percpu().  While no direct object is live,
+ * and in debug mode unless it is one, such a pointer (and an object of a
+ * cache of pn_cache_create()) is reported and ignored instead.  Never
+ * allocates.
  *
  * Context: As pn_cache_free().
  */
@@ -2163,7 +2218,13 @@ void pn_free_percpu(void __percpu *ptr)
 		return;
 	c = pn_cache_of(ptr);
 	if (!c && atomic_long_read(&pn_sized_direct)) {
+		/*
+		 * A direct object of a class: in pn_direct in debug mode,
+		 * else known by elimination (its count is global anyway).
+		 */
 		c = xa_load(&pn_direct, pn_addr(ptr));
+		if (!c && !pn_alloc_debug)
+			c = pn_size_caches[0];
 		if (c && c->sized && pn_direct_free(c, ptr))
 			return;
 		c = NULL;
@@ -2469,6 +2530,20 @@ VISIBLE_IF_KUNIT unsigned int pn_cache_objs_per_chunk(struct pn_cache *cache)
 EXPORT_SYMBOL_IF_KUNIT(pn_cache_objs_per_chunk);
 
 /**
+ * pn_cache_reclaim_count() - what the shrinker counts of one cache
+ * @cache: the cache
+ *
+ * Context: Any context.
+ * Return: the objects a scan could reach: full depot magazines, free
+ * chunks beyond the reserve, and what the CPUs' magazines hold.
+ */
+VISIBLE_IF_KUNIT unsigned long pn_cache_reclaim_count(struct pn_cache *cache)
+{
+	return pn_cache_reclaimable(cache);
+}
+EXPORT_SYMBOL_IF_KUNIT(pn_cache_reclaim_count);
+
+/**
  * pn_cache_mag_bytes() - the size of one of a cache's magazines
  * @cache: the cache
  *
@@ -2555,12 +2630,19 @@ static void pn_free_dead_caches(void)
 	unsigned long idx;
 	LIST_HEAD(chunks);
 	bool any = false;
+	LIST_HEAD(dead);
 
+	/*
+	 * A late free of a direct object may have queued drain_work, whose
+	 * destructors may take pn_caches_lock: cancel with it dropped.
+	 */
 	mutex_lock(&pn_caches_lock);
-	list_for_each_entry_safe(c, tc, &pn_dead_caches, node) {
-		any = true;
-		/* A late free of a direct object may have queued it. */
+	list_splice_init(&pn_dead_caches, &dead);
+	mutex_unlock(&pn_caches_lock);
+	list_for_each_entry(c, &dead, node)
 		cancel_work_sync(&c->drain_work);
+	list_for_each_entry_safe(c, tc, &dead, node) {
+		any = true;
 		list_del(&c->node);
 		list_splice_init(&c->chunks_free, &chunks);
 		list_splice_init(&c->chunks_partial, &chunks);
@@ -2573,7 +2655,6 @@ static void pn_free_dead_caches(void)
 		}
 		pn_cache_free_struct(c);
 	}
-	mutex_unlock(&pn_caches_lock);
 	if (any)
 		mtree_destroy(&pn_chunk_tree);
 	/* The dead caches' direct objects, likewise. */

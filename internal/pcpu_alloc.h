@@ -54,6 +54,8 @@ unsigned long pn_chunks_release(struct pn_cache *c, struct list_head *list,
 
 /* The bytes of one of the cache's magazines, as kmalloc() is asked. */
 size_t pn_cache_mag_bytes(struct pn_cache *cache);
+/* What the shrinker counts of one cache. */
+unsigned long pn_cache_reclaim_count(struct pn_cache *cache);
 
 /* Reclaim as the shrinker does it, and waiting for what it queued. */
 unsigned long pn_alloc_reclaim_count(void);

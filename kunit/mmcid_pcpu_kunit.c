@@ -829,10 +829,10 @@ static struct mmcid_counter *kt_counter_one_site(struct mm_struct *mm)
 static void mmcid_nested_objects(struct kunit *test)
 {
 	struct mm_struct *mm = kt_mm(test);
-	struct mmcid_pcpu_ref ref, aref;
+	struct mmcid_pcpu_ref ref, aref, bref;
 	struct mmcid_counter *a, *b;
 	struct mmcid_pcpu *raw;
-	int ca, cb, craw, cra;
+	int ca, cb, craw, cra, crb;
 	local64_t *v;
 	s64 sa, sb;
 	size_t mb;
@@ -854,11 +854,19 @@ static void mmcid_nested_objects(struct kunit *test)
 	/* Another class inside raw's access: plain calls. */
 	ca = mmcid_counter_add(a, 2, GFP_ATOMIC, NULL);
 	sa = mmcid_counter_sum(a);
-	/* a's remote slot held, then b of the same class: _nested. */
+	/*
+	 * a's remote slot held, then b of the same class: _nested.  A
+	 * counter's remote slot takes lockless atomic adds, so it is
+	 * written atomically here too, and the nested add takes no lock:
+	 * b's lock is taken nested through its storage.
+	 */
 	v = mmcid_pcpu_get(mmcid_counter_storage(a), &aref, GFP_ATOMIC);
-	local64_add(5, v);
+	atomic64_add(5, (atomic64_t *)v);
 	cra = aref.cid;
 	cb = mmcid_counter_add_nested(b, 3, GFP_ATOMIC, NULL);
+	mmcid_pcpu_get_nested(mmcid_counter_storage(b), &bref, GFP_ATOMIC);
+	crb = bref.cid;
+	mmcid_pcpu_put(mmcid_counter_storage(b), &bref);
 	mb = mmcid_pcpu_memory(mmcid_counter_storage(b));	/* lockless */
 	mmcid_pcpu_put(mmcid_counter_storage(a), &aref);
 	sb = mmcid_counter_sum(b);
@@ -868,6 +876,7 @@ static void mmcid_nested_objects(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, ca, MMCID_PCPU_REMOTE);
 	KUNIT_EXPECT_EQ(test, cra, MMCID_PCPU_REMOTE);
 	KUNIT_EXPECT_EQ(test, cb, MMCID_PCPU_REMOTE);
+	KUNIT_EXPECT_EQ(test, crb, MMCID_PCPU_REMOTE);
 	KUNIT_EXPECT_EQ(test, sa, 2LL);
 	KUNIT_EXPECT_EQ(test, sb, 3LL);
 	KUNIT_EXPECT_EQ(test, mmcid_counter_sum(a), 7LL);
@@ -1757,14 +1766,18 @@ static void mmcid_destroy_ctx_with_object(struct kunit *test)
 	mmput(mm);
 }
 
-/* A fold that waits, the first time, until the test lets it go on. */
+/*
+ * A teardown that waits, the first time, until the test lets it go on:
+ * in ->fini, which runs with no lock held once the block's slots were
+ * folded (->fold runs under the storage's raw spinlock).
+ */
 struct kt_slow_fold {
 	struct completion folding;
 	struct completion go;
 	atomic_t calls;
 };
 
-static void kt_slow_fold_fn(void *remote, const void *slot, void *arg)
+static void kt_slow_fini_fn(void *slot, void *arg)
 {
 	struct kt_slow_fold *f = arg;
 
@@ -1774,7 +1787,7 @@ static void kt_slow_fold_fn(void *remote, const void *slot, void *arg)
 	}
 }
 
-static const struct mmcid_pcpu_ops kt_slow_fold_ops = { .fold = kt_slow_fold_fn };
+static const struct mmcid_pcpu_ops kt_slow_fold_ops = { .fini = kt_slow_fini_fn };
 
 static int kt_release_fn(void *arg)
 {

@@ -879,7 +879,7 @@ static int pn_mmcid_bench(struct pn_run *run)
 	pn_bench_row(run, "mmcid_counter_add (remote)", rops, rns,
 		     "percpu_counter_add", cops, cns);
 	pn_printf(run,
-		  "# cid slot = CPU number from kthreads (same fast path as a user thread's mm_cid); remote = kthread, locked slot\n");
+		  "# cid slot = CPU number from kthreads (same fast path as a user thread's mm_cid); remote = kthread, atomic add to the remote slot\n");
 	if (mmcid_counter_sum(a.ctr) != lops + rops)
 		pn_fail(run, "bench_sum_inexact");
 

@@ -194,7 +194,6 @@ slow:
 }
 
 s64 __lazy_counter_read_upgraded(const struct lazy_counter *c);
-s64 lazy_counter_read_low(const struct lazy_counter *c);
 s64 __lazy_counter_sum_upgraded(const struct lazy_counter *c);
 
 /**

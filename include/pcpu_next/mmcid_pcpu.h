@@ -422,8 +422,9 @@ static __always_inline int mmcid_counter_add_at(struct mmcid_counter *c,
  * @gfp: allocation flags; must not block (the caller is atomic)
  * @cpu: if not NULL, set to the CPU the add ran on
  *
- * See mmcid_pcpu_get_nested(): the remote slot's lock is taken with
- * subclass SINGLE_DEPTH_NESTING.
+ * See mmcid_pcpu_get_nested(): a fold of the caller's cid slot takes the
+ * storage's lock with subclass SINGLE_DEPTH_NESTING (a remote add takes
+ * none).
  *
  * Context: Inside an access to another storage object; atomic, does not
  * sleep.

@@ -33,10 +33,11 @@ struct pn_cache;
  * typedef pn_ctor_t - object constructor
  * @obj: the object, on every possible CPU
  * @priv: the private pointer given to pn_cache_create()
- * @gfp: the allocation flags of the request that needs the object,
- *	 without __GFP_ZERO and __GFP_ACCOUNT, with __GFP_NOWARN; any
- *	 memory the constructor allocates must honour them (a GFP_NOFS
- *	 caller must not recurse into the filesystem through a constructor)
+ * @gfp: the allocation flags of the request that needs the object (for
+ *	 an object of a chunk, which no caller owns alone, without
+ *	 __GFP_ZERO and __GFP_ACCOUNT and with __GFP_NOWARN); any memory the
+ *	 constructor allocates must honour them (a GFP_NOFS caller must not
+ *	 recurse into the filesystem through a constructor)
  *
  * Runs once per object lifetime in its chunk, when the chunk is created:
  * for a blocking request in its process context, or from the cache's
