@@ -2250,6 +2250,12 @@ static void mmcid_counter_fold_slot(struct mmcid_pcpu *s, local64_t *v,
 {
 	unsigned long flags;
 
+	/*
+	 * An NMI may have interrupted this CPU inside s->lock: leave the
+	 * amount in the slot, the next add outside NMI folds it.
+	 */
+	if (in_nmi())
+		return;
 	raw_spin_lock_irqsave_nested(&s->lock, flags, subclass);
 	atomic64_add(local64_xchg(v, 0), ctr_remote(s) + idx);
 	raw_spin_unlock_irqrestore(&s->lock, flags);
