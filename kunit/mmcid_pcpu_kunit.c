@@ -40,6 +40,7 @@
 #include <asm/local64.h>
 #include <linux/atomic.h>
 #include <linux/completion.h>
+#include <linux/cpu.h>
 #include <linux/cpumask.h>
 #include <linux/delay.h>
 #include <linux/jiffies.h>
