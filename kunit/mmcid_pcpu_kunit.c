@@ -1865,13 +1865,13 @@ static void mmcid_no_grow_in_rcu(struct kunit *test)
 		kunit_skip(test, "CONFIG_DEBUG_ATOMIC_SLEEP reports the caller first");
 	if (!IS_ENABLED(CONFIG_PREEMPT_RCU))
 		kunit_skip(test, "an RCU read side is not preemptible here");
-	if (nr_cpu_ids <= MMCID_B0)
-		kunit_skip(test, "every cid is in block 0");
+	/* A new counter has no block yet, not even block 0. */
 	c = mmcid_counter_create(mm);
 	KUNIT_ASSERT_FALSE(test, IS_ERR(c));
+	KUNIT_EXPECT_EQ(test, mmcid_pcpu_slots(mmcid_counter_storage(c)), 0U);
 	tries = mmcid_pcpu_grow_attempts(mmcid_counter_storage(c), &retry);
 	rcu_read_lock();
-	cid = __mmcid_counter_add(c, 1, GFP_KERNEL, MMCID_SRC_FIXED, MMCID_B0, NULL);
+	cid = __mmcid_counter_add(c, 1, GFP_KERNEL, MMCID_SRC_FIXED, 0, NULL);
 	rcu_read_unlock();
 	KUNIT_EXPECT_EQ(test, cid, MMCID_PCPU_REMOTE);
 	KUNIT_EXPECT_EQ(test, mmcid_pcpu_grow_attempts(mmcid_counter_storage(c), &retry),
