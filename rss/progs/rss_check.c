@@ -36,9 +36,10 @@
  *     with process_vm_writev() and with ptrace(PTRACE_POKEDATA).
  *  e. fork: the child's counters as fork built them, its COW breaks and
  *     munmap; the parent's counters untouched by the child.
- *  f. high-water mark: one thread per allowed CPU faults half a counter
- *     tree batch of pages and stays; an munmap() then updates VmHWM from
- *     the fast read, which must not exceed the exact VmRSS read before.
+ *  f. high-water mark: one thread per allowed CPU faults one page a
+ *     round for 32 rounds and stays; each round an munmap() of an
+ *     untouched page updates VmHWM from the fast read, which must not
+ *     exceed the exact VmRSS of the round.
  *
  * /proc/PID/status sums the counters exactly (get_mm_counter_sum() since
  * 6.16, and in 6.12.y stable), so on mainline --bound 0 passes even with
@@ -747,8 +748,8 @@ static void case_fork(void)
 
 /* ---- f. high-water mark ---- */
 
-#define F_CHECKS	1
-#define F_PAGES		16	/* half of a counter tree's batch of 32 */
+#define F_ROUNDS	32	/* one page per thread and round: every phase of a batch of 32 */
+#define F_CHECKS	F_ROUNDS
 #define F_THREADS_MAX	256
 
 struct f_ctx {
@@ -761,63 +762,72 @@ static void *f_thread(void *arg)
 {
 	struct f_ctx *c = arg;
 	cpu_set_t set;
+	int r;
 
 	CPU_ZERO(&set);
 	CPU_SET(c->cpu, &set);
 	sched_setaffinity(0, sizeof(set), &set);	/* best effort */
 	prefault_stack(16 * 1024);
-	pthread_barrier_wait(c->bar);		/* 1: on its CPU */
-	touch(c->base, F_PAGES);
-	pthread_barrier_wait(c->bar);		/* 2: touched */
-	pthread_barrier_wait(c->bar);		/* 3: checked; no unmap before */
+	pthread_barrier_wait(c->bar);			/* on its CPU */
+	for (r = 0; r < F_ROUNDS; r++) {
+		touch(c->base + (long)r * page_size, 1);
+		pthread_barrier_wait(c->bar);		/* touched */
+		pthread_barrier_wait(c->bar);		/* checked */
+	}
 	return NULL;
 }
 
 /*
- * Between the start and the munmap() the RSS only grows (the threads stay
- * alive, nothing is unmapped), so its true peak is the exact VmRSS read
- * just before the munmap().  A fast read that runs ahead of a growing
- * counter (a tree's level 0 starts mid-window) would put a higher, false
- * peak into VmHWM.
+ * The RSS only grows here (the threads stay alive, and each round's
+ * munmap() is of a page never touched, which update_hiwater_rss() sees
+ * but the counters do not), so the true peak is the exact VmRSS of the
+ * round.  A fast read that runs ahead of a growing counter puts a higher,
+ * false peak into VmHWM: a counter tree's level 0 starts mid-window, so
+ * each CPU's part runs ahead by up to half a batch at some phase; 32
+ * rounds of one page per CPU pass every phase, and the tree's sum over
+ * the CPUs runs ahead in some round, whatever the CPUs' starting points.
  */
 static void case_hiwater(void)
 {
 	static pthread_t tid[F_THREADS_MAX];
 	static struct f_ctx ctx[F_THREADS_MAX];
-	long rss, hwm;
+	long rss, hwm, spare;
 	pthread_barrier_t bar;
-	int i, n = 0, cpu;
+	int i, r, n = 0, cpu;
 	cpu_set_t set;
 	char *p;
 
 	if (sched_getaffinity(0, sizeof(set), &set))
 		die("sched_getaffinity");
-	p = map_anon((long)F_THREADS_MAX * F_PAGES + 1, MAP_PRIVATE);
-	touch(p, 1);
 	for (cpu = 0; cpu < CPU_SETSIZE && n < F_THREADS_MAX; cpu++)
 		if (CPU_ISSET(cpu, &set))
 			ctx[n++].cpu = cpu;
+	spare = (long)n * F_ROUNDS;
+	p = map_anon(spare + F_ROUNDS, MAP_PRIVATE);
 	pthread_barrier_init(&bar, NULL, n + 1);
 	for (i = 0; i < n; i++) {
 		ctx[i].bar = &bar;
-		ctx[i].base = p + ((long)i * F_PAGES + 1) * page_size;
+		ctx[i].base = p + (long)i * F_ROUNDS * page_size;
 		errno = pthread_create(&tid[i], NULL, f_thread, &ctx[i]);
 		if (errno)
 			die("pthread_create");
 	}
-	pthread_barrier_wait(&bar);		/* 1 */
-	pthread_barrier_wait(&bar);		/* 2 */
-	if (read_file("/proc/self/status", status_buf, sizeof(status_buf)) <= 0)
-		die("read /proc/self/status");
-	rss = field_pages(status_buf, "VmRSS");
-	munmap(p, page_size);			/* update_hiwater_rss() */
-	if (read_file("/proc/self/status", status_buf, sizeof(status_buf)) <= 0)
-		die("read /proc/self/status");
-	hwm = field_pages(status_buf, "VmHWM");
-	check(hwm > rss ? hwm - rss : 0, 0, 0,
-	      "hiwater: VmHWM %ld <= peak VmRSS %ld after %d threads faulted %d pages each",
-	      hwm, rss, n, F_PAGES);
-	pthread_barrier_wait(&bar);		/* 3 */
+	pthread_barrier_wait(&bar);
+	for (r = 0; r < F_ROUNDS; r++) {
+		pthread_barrier_wait(&bar);		/* touched */
+		if (read_file("/proc/self/status", status_buf, sizeof(status_buf)) <= 0)
+			die("read /proc/self/status");
+		rss = field_pages(status_buf, "VmRSS");
+		/* an untouched page: update_hiwater_rss(), no RSS change */
+		munmap(p + (spare + r) * page_size, page_size);
+		if (read_file("/proc/self/status", status_buf, sizeof(status_buf)) <= 0)
+			die("read /proc/self/status");
+		hwm = field_pages(status_buf, "VmHWM");
+		check(hwm > rss ? hwm - rss : 0, 0, 0,
+		      "hiwater round %d: VmHWM %ld <= peak VmRSS %ld (%d threads, one page each a round)",
+		      r, hwm, rss, n);
+		pthread_barrier_wait(&bar);		/* checked */
+	}
 	for (i = 0; i < n; i++)
 		pthread_join(tid[i], NULL);
 	pthread_barrier_destroy(&bar);
