@@ -262,18 +262,17 @@
 static struct pn_ctree_topo pn_ctree_topo __read_mostly;
 static bool pn_ctree_ready __read_mostly;
 
-#if IS_ENABLED(CONFIG_KUNIT)
-/* Test hook: misuses still expected (no WARN for them). */
-static atomic_t pn_ctree_misuse_budget = ATOMIC_INIT(0);
+/* Misuses still expected (KUnit), see struct pn_misuse_budget. */
+static struct pn_misuse_budget pn_ctree_misuse_budget;
 
+#if IS_ENABLED(CONFIG_KUNIT)
 /**
  * pn_ctree_expect_misuse() - announce uses of destroyed trees that must not WARN
  * @n: how many of the next uses of destroyed trees are deliberate
  *
  * Test hook for KUnit only (not API): each of the next @n uses of a
  * destroyed tree, from any context, skips the WARN, which would fail the
- * test lanes.  Lock-free (one atomic).  Replaces the budget left from a
- * previous call.  Compiled only with KUnit.
+ * test lanes.  Replaces the budget left from a previous call.
  *
  * Context: Any context.
  * Return: what was left of the previous budget: pn_ctree_expect_misuse(0)
@@ -281,21 +280,9 @@ static atomic_t pn_ctree_misuse_budget = ATOMIC_INIT(0);
  */
 VISIBLE_IF_KUNIT unsigned int pn_ctree_expect_misuse(unsigned int n)
 {
-	return atomic_xchg(&pn_ctree_misuse_budget, n);
+	return pn_misuse_expect(&pn_ctree_misuse_budget, n);
 }
 EXPORT_SYMBOL_IF_KUNIT(pn_ctree_expect_misuse);
-
-/* Consume one announced misuse, if any is left. */
-static bool pn_ctree_misuse_expected(void)
-{
-	return unlikely(atomic_read(&pn_ctree_misuse_budget)) &&
-	       atomic_dec_if_positive(&pn_ctree_misuse_budget) >= 0;
-}
-#else
-static inline bool pn_ctree_misuse_expected(void)
-{
-	return false;
-}
 #endif
 
 /**
@@ -311,7 +298,7 @@ static inline bool pn_ctree_misuse_expected(void)
  */
 long __pn_ctree_misuse(void)
 {
-	if (pn_ctree_misuse_expected())
+	if (pn_misuse_expected(&pn_ctree_misuse_budget))
 		return 0;
 	WARN_ONCE(1, "pn_ctree: use of a destroyed counter tree\n");
 	return 0;

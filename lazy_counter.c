@@ -402,19 +402,18 @@ static void lazy_pcpu_free(void __percpu *p)
 	pn_free_percpu(p);
 }
 
-#if IS_ENABLED(CONFIG_KUNIT)
-/* Test hook: misuses still expected (counted without the WARN). */
-static atomic_t lazy_misuse_budget = ATOMIC_INIT(0);
+/* Misuses still expected (KUnit), see struct pn_misuse_budget. */
+static struct pn_misuse_budget lazy_misuse_budget;
 
+#if IS_ENABLED(CONFIG_KUNIT)
 /**
  * lazy_counter_expect_misuse() - announce misuses that must not WARN
  * @n: how many of the next uses of destroyed counters are deliberate
  *
  * Test hook for KUnit only (not API): each of the next @n misuses, from
  * any context, is counted in lazy_counter_stats.misuse without the WARN,
- * which would fail the test lanes.  Lock-free (one atomic), so the misuse
- * paths stay valid in every context they are documented for.  Replaces
- * the budget left from a previous call.
+ * which would fail the test lanes.  Replaces the budget left from a
+ * previous call.
  *
  * Context: Any context.
  * Return: what was left of the previous budget, so that a test can check
@@ -423,28 +422,16 @@ static atomic_t lazy_misuse_budget = ATOMIC_INIT(0);
  */
 VISIBLE_IF_KUNIT unsigned int lazy_counter_expect_misuse(unsigned int n)
 {
-	return atomic_xchg(&lazy_misuse_budget, n);
+	return pn_misuse_expect(&lazy_misuse_budget, n);
 }
 EXPORT_SYMBOL_IF_KUNIT(lazy_counter_expect_misuse);
-
-/* Consume one announced misuse; true if there was one. */
-static bool lazy_misuse_expected(void)
-{
-	return unlikely(atomic_read(&lazy_misuse_budget)) &&
-	       atomic_dec_if_positive(&lazy_misuse_budget) >= 0;
-}
-#else
-static inline bool lazy_misuse_expected(void)
-{
-	return false;
-}
 #endif
 
 /* A misuse (see Misuse above): count, WARN once. */
 static void lazy_misuse(const char *what)
 {
 	atomic_long_inc(&lazy_stat_misuse);
-	if (lazy_misuse_expected())
+	if (pn_misuse_expected(&lazy_misuse_budget))
 		return;
 	WARN_ONCE(1, "lazy_counter: %s\n", what);
 }

@@ -648,13 +648,11 @@ static void *mmcid_remote(struct mmcid_pcpu *s)
 
 /*
  * A misuse the library survives (it leaks rather than frees memory still
- * in use) WARNs once.  The KUnit suite announces the misuses it makes
- * with mmcid_pcpu_expect_misuse(), a budget each one consumes instead of
- * WARNing, since every WARN fails the test lanes.
+ * in use) WARNs once; KUnit announces its own (struct pn_misuse_budget).
  */
-#if IS_ENABLED(CONFIG_KUNIT)
-static atomic_t mmcid_misuse_budget = ATOMIC_INIT(0);
+static struct pn_misuse_budget mmcid_misuse_budget;
 
+#if IS_ENABLED(CONFIG_KUNIT)
 /**
  * mmcid_pcpu_expect_misuse() - announce the next misuses (KUnit)
  * @n: how many are about to be made; 0 withdraws what is left
@@ -664,24 +662,14 @@ static atomic_t mmcid_misuse_budget = ATOMIC_INIT(0);
  */
 VISIBLE_IF_KUNIT unsigned int mmcid_pcpu_expect_misuse(unsigned int n)
 {
-	return atomic_xchg(&mmcid_misuse_budget, n);
+	return pn_misuse_expect(&mmcid_misuse_budget, n);
 }
 EXPORT_SYMBOL_IF_KUNIT(mmcid_pcpu_expect_misuse);
-
-static bool mmcid_misuse_expected(void)
-{
-	return atomic_dec_if_positive(&mmcid_misuse_budget) >= 0;
-}
-#else
-static inline bool mmcid_misuse_expected(void)
-{
-	return false;
-}
 #endif
 
 static void mmcid_misuse(const char *what)
 {
-	if (!mmcid_misuse_expected())
+	if (!pn_misuse_expected(&mmcid_misuse_budget))
 		WARN_ONCE(1, "mmcid_pcpu: %s\n", what);
 }
 

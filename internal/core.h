@@ -10,6 +10,7 @@
 #ifndef _PCPU_NEXT_INTERNAL_CORE_H
 #define _PCPU_NEXT_INTERNAL_CORE_H
 
+#include <linux/atomic.h>
 #include <linux/types.h>
 
 struct dentry;
@@ -82,6 +83,31 @@ static inline void pn_fault_fail_nth(enum pn_fault_site site, unsigned int nth)
 {
 }
 #endif
+
+/*
+ * A misuse budget, for KUnit: a suite announces the misuses it is about
+ * to make (each component's *_expect_misuse() hook), and each one then
+ * consumes the budget instead of WARNing, since every WARN fails the test
+ * lanes.  One atomic, no lock: the misuse paths stay valid in every
+ * context they are documented for.  Without KUnit a misuse always WARNs.
+ */
+struct pn_misuse_budget {
+	atomic_t left;
+};
+
+/* Replace the budget with @n; returns what was left of it. */
+static inline unsigned int pn_misuse_expect(struct pn_misuse_budget *b,
+					    unsigned int n)
+{
+	return atomic_xchg(&b->left, n);
+}
+
+/* Consume one announced misuse; true if there was one. */
+static inline bool pn_misuse_expected(struct pn_misuse_budget *b)
+{
+	return IS_ENABLED(CONFIG_KUNIT) && unlikely(atomic_read(&b->left)) &&
+	       atomic_dec_if_positive(&b->left) >= 0;
+}
 
 /* The components' init and exit, in main.c's order. */
 int pn_alloc_init(void);
