@@ -1003,6 +1003,27 @@ static void pn_test_direct_double_free(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, atomic_read(&s.dtor), 4);
 }
 
+/*
+ * Review r3: an accounted object freed after its destructor cache was
+ * destroyed is freed without the destructor, as the objects of kept
+ * chunks are: the cache's owner, its priv and its module may be gone.
+ */
+static void pn_test_direct_free_after_destroy(struct kunit *test)
+{
+	struct pn_ctor_state s = { .fail_at = -1 };
+	struct pn_cache *c;
+	void __percpu *p;
+
+	c = pn_kunit_cache(test, "kunit-late-free", 32, 0, pn_ctor, pn_dtor, &s);
+	p = pn_cache_alloc(c, GFP_KERNEL_ACCOUNT);
+	KUNIT_ASSERT_NE(test, pn_kaddr(p), 0UL);
+	KUNIT_EXPECT_EQ(test, pn_cache_destroy(c), 1UL);
+	pn_cache_free(c, p);
+	pn_cache_flush_work(c);
+	KUNIT_EXPECT_EQ(test, atomic_read(&s.ctor), 1);
+	KUNIT_EXPECT_EQ(test, atomic_read(&s.dtor), 0);
+}
+
 /* Review F12: like __alloc_percpu_gfp(), the sized API takes align 0. */
 static void pn_test_sized_align_zero(struct kunit *test)
 {
@@ -1714,6 +1735,7 @@ static struct kunit_case pn_alloc_cases[] = {
 	KUNIT_CASE(pn_test_accounted),
 	KUNIT_CASE(pn_test_accounted_dtor_context),
 	KUNIT_CASE(pn_test_direct_double_free),
+	KUNIT_CASE(pn_test_direct_free_after_destroy),
 	KUNIT_CASE(pn_test_sized_align_zero),
 	KUNIT_CASE(pn_test_ctor_gfp),
 	KUNIT_CASE(pn_test_dtor_uses_api),
