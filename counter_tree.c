@@ -528,7 +528,8 @@ EXPORT_SYMBOL_GPL(pn_ctree_batch_max);
  * Level-0 storage of @nr trees in one per-CPU allocation, from the
  * project's own allocator (pcpu_alloc.c): its sized API has the same
  * contract as __alloc_percpu_gfp() (zeroed on every possible CPU, at
- * most 32 KiB) without the kernel allocator's global lock.
+ * most 32 KiB) without the kernel allocator's global lock, except for an
+ * accounted request in a module (pcpu_alloc.c, "GFP").
  */
 static u32 __percpu *pn_ctree_alloc_level0(unsigned int nr, gfp_t gfp)
 {

@@ -174,7 +174,8 @@
  * (group, per-CPU storage, tree items): no allocation-failure report
  * with a call trace.  The tree target's items come from one
  * kmalloc(roundup_pow_of_two(total)), which is a high-order allocation
- * on large machines (1024 CPU ids and 4 counters: 64 KiB, order 4), so
+ * on large machines (1024 CPU ids and 4 counters: 9728 bytes of shared
+ * rows, 16 KiB, order 2), so
  * GFP_ATOMIC upgrades to the tree target will mostly fail there; the
  * flat target does not have that problem.  Destroy of an upgraded array
  * takes the same locks.
@@ -384,6 +385,8 @@ static bool lazy_should_fail(void)
  * project's allocator (pcpu_alloc.c), whose sized API has the contract of
  * __alloc_percpu_gfp() (zeroed on every possible CPU, at most 32 KiB, so
  * at most 8192 counters per upgrade) without the kernel's global lock.
+ * An accounted request takes that lock only in a module, where it is
+ * served by the kernel's allocator (pcpu_alloc.c, "GFP").
  */
 static void __percpu *lazy_pcpu_alloc(size_t size, size_t align, gfp_t gfp)
 {

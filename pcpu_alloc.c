@@ -29,8 +29,9 @@
  *        the chunk and hand its first object to the caller.
  *
  *   Beside the chunks, "direct" objects come straight from
- *   __alloc_percpu_gfp(), one per request: memcg-accounted requests and
- *   non-blocking requests that find nothing cached (see GFP below).
+ *   __alloc_percpu_gfp(), one per request: non-blocking requests that
+ *   find nothing cached and, in a module, memcg-accounted requests (see
+ *   GFP below).
  *
  * A chunk is one __alloc_percpu_gfp() area carved into nr_objs objects of
  * cache->size bytes; object i is base + i * size, so it is a genuine
@@ -115,14 +116,13 @@
  *    in process context) and, for caches without a constructor, falls back
  *    to __alloc_percpu_gfp() with the caller's gfp, which the kernel serves
  *    from its own populated reserve; a constructor cache returns NULL.
- *  - Accounted requests (__GFP_ACCOUNT): a chunk is charged to whoever
- *    created it, so accounted objects never come from chunks.  Each is a
- *    direct object, charged by the kernel's allocator to the caller's
- *    memcg (constructed with the caller's gfp; a destructor runs after
- *    the free, from drain_work, so that a free stays any-context).
- *    In tree, the cache would charge each object with obj_cgroup_charge()
- *    and keep the obj_cgroup per object, as slab does (and mm/percpu.c for
- *    its chunks); that function is not exported to modules.
+ *  - Accounted requests (__GFP_ACCOUNT).  Built in: the object is charged
+ *    to the caller's memcg with obj_cgroup_charge() and served like any
+ *    other; its chunk keeps the obj_cgroup, and the free uncharges it (the
+ *    memcg section of the code).  As a module, where that function is not exported: a
+ *    direct object, charged by the kernel's allocator (constructed with
+ *    the caller's gfp; a destructor runs after the free, from drain_work,
+ *    so that a free stays any-context).
  *  - A free never allocates: a blocking allocation that fills a magazine
  *    from the chunks adds an empty magazine to the depot for the frees to
  *    come; when none is at hand anyway the object goes back to its chunk
@@ -133,8 +133,10 @@
  * default 1 MiB) counting every
  * possible CPU's copy (so large classes on machines with many possible
  * CPUs cache few or no objects: mag_cap 0 makes a magazine-less cache whose
- * operations go to the chunks under cache->lock).  The depot keeps at most
- * PN_DEPOT_BYTES of full magazines.
+ * operations go to the chunks under cache->lock).  The bound is per CPU:
+ * together the CPUs of one cache may pin nr_online * cpu_cache_bytes,
+ * which the shrinker gives back.  The depot keeps at most PN_DEPOT_BYTES
+ * of full magazines.
  *
  * Memory ordering: all shared state is protected by cache->lock, the local
  * lock or a mutex.  A chunk is inserted into pn_chunk_tree before any of
@@ -229,6 +231,8 @@
 #include <linux/log2.h>
 #include <linux/maple_tree.h>
 #include <linux/math64.h>
+#include <linux/memcontrol.h>
+#include <linux/mmdebug.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
 #include <linux/percpu.h>
@@ -327,6 +331,7 @@ struct pn_chunk {
 	unsigned int nr_free;		/* set bits of free_map */
 	bool dead;			/* unlinked, being released */
 	unsigned long *callers;		/* debug: allocation site per object */
+	struct obj_cgroup **objcgs;	/* built in: the memcg charged per object */
 	struct rcu_head rcu;
 	unsigned long free_map[];	/* bit set: object free in the chunk */
 };
@@ -334,11 +339,11 @@ struct pn_chunk {
 struct pn_cache {
 	/*
 	 * Read by every pn_cache_alloc()/pn_cache_free() and by the sized
-	 * API's fast path, and written only at creation (reserve_on: once;
-	 * nr_direct: by direct objects, which are rare except in a cache
-	 * whose callers all pass __GFP_ACCOUNT, where every operation is a
-	 * direct one and the magazines are not used): the first cache line, and
-	 * nothing else on it.  Checked by the static_assert below; pahole
+	 * API's fast path, and written only at creation (reserve_on and
+	 * charged: once; nr_direct: by direct objects, which are rare except
+	 * in a module's cache whose callers all pass __GFP_ACCOUNT, where
+	 * every operation is a direct one and the magazines are not used):
+	 * the first cache line, and nothing else on it.  Checked by the static_assert below; pahole
 	 * output in the closing note of issue 13.
 	 */
 	struct pn_cpu_cache __percpu *cpu;
@@ -349,6 +354,7 @@ struct pn_cache {
 	pn_ctor_t ctor;
 	atomic_long_t nr_direct;	/* live direct objects (not the sized API's) */
 	bool sized;			/* a size class of the sized API */
+	bool charged;			/* a chunk object was charged to a memcg */
 	bool reserve_on;		/* a non-blocking request was seen */
 	bool dead;			/* destroyed with live objects */
 
@@ -507,6 +513,148 @@ static void pn_maint_kick(struct pn_cache *c)
 	if (!READ_ONCE(c->dead))
 		queue_work(system_dfl_wq, &c->maint_work);
 }
+
+/* ---- memcg: accounted objects from the chunks (built in) ---------------- */
+
+/*
+ * Built into the kernel, an accounted request is charged per object, as
+ * slab charges its objects and mm/percpu.c its areas: the charge goes to
+ * the caller's memcg before the object is taken, the chunk keeps the
+ * obj_cgroup beside the object, and pn_cache_free() takes it back.  The
+ * object then comes from the magazines like any other.  An object in a
+ * magazine is charged to nobody, as a free slab object is not.  A module
+ * cannot do this (obj_cgroup_charge() is not exported): its accounted
+ * requests are direct objects, which the kernel's allocator charges.
+ */
+#if defined(CONFIG_MEMCG) && !defined(MODULE)
+static bool pn_memcg_enabled(void)
+{
+	return !mem_cgroup_disabled() && !mem_cgroup_kmem_disabled();
+}
+
+/*
+ * What an object costs its memcg: every possible CPU's copy of its size
+ * class and its obj_cgroup pointer (mm/percpu.c charges the size asked
+ * for; a class object is what the caller holds).
+ */
+static size_t pn_memcg_bytes(struct pn_cache *c)
+{
+	return (size_t)c->size * num_possible_cpus() + sizeof(struct obj_cgroup *);
+}
+
+/*
+ * Charge an accounted request before it is served.  *@objcgp is NULL if
+ * there is nothing to charge (no memcg, the root).  Returns false if the
+ * memcg refused the charge.
+ */
+static bool pn_memcg_charge(struct pn_cache *c, gfp_t gfp,
+			    struct obj_cgroup **objcgp)
+{
+	struct obj_cgroup *objcg;
+
+	*objcgp = NULL;
+	if (!memcg_kmem_online())
+		return true;
+	objcg = current_obj_cgroup();
+	if (!objcg || obj_cgroup_is_root(objcg))
+		return true;
+	if (obj_cgroup_charge(objcg, gfp, pn_memcg_bytes(c)))
+		return false;
+	*objcgp = objcg;
+	return true;
+}
+
+static void pn_memcg_stat(struct obj_cgroup *objcg, long bytes)
+{
+	rcu_read_lock();
+	mod_memcg_state(obj_cgroup_memcg(objcg), MEMCG_PERCPU_B, bytes);
+	rcu_read_unlock();
+}
+
+/* The request that was charged failed. */
+static void pn_memcg_cancel(struct pn_cache *c, struct obj_cgroup *objcg)
+{
+	obj_cgroup_uncharge(objcg, pn_memcg_bytes(c));
+}
+
+/*
+ * @obj was served for a charged request: note the charge in its chunk.  A
+ * direct object carries the kernel allocator's own charge, so ours is
+ * given back.
+ */
+static void pn_memcg_commit(struct pn_cache *c, void __percpu *obj,
+			    struct obj_cgroup *objcg)
+{
+	struct pn_chunk *ch = pn_chunk_lookup(obj);	/* we own @obj */
+
+	if (!ch || !ch->objcgs) {
+		pn_memcg_cancel(c, objcg);
+		return;
+	}
+	obj_cgroup_get(objcg);
+	/* a charge left behind would pin its memcg for good */
+	VM_WARN_ON_ONCE(READ_ONCE(ch->objcgs[pn_idx(c, ch, obj)]));
+	WRITE_ONCE(ch->objcgs[pn_idx(c, ch, obj)], objcg);
+	pn_memcg_stat(objcg, pn_memcg_bytes(c));
+	if (!READ_ONCE(c->charged))
+		WRITE_ONCE(c->charged, true);
+}
+
+/*
+ * pn_cache_free() of @obj: give back its charge, if it has one.  @ch is
+ * @obj's chunk if the caller looked it up, else NULL.  A slot is written
+ * only if it holds a charge; the xchg() makes a second free of the
+ * object find none.
+ */
+static void pn_memcg_uncharge(struct pn_cache *c, void __percpu *obj,
+			      struct pn_chunk *ch)
+{
+	struct obj_cgroup *objcg = NULL, **slot;
+	unsigned long off;
+
+	rcu_read_lock();
+	if (!ch)
+		ch = pn_chunk_lookup(obj);
+	if (ch && ch->objcgs && ch->cache == c) {
+		off = pn_addr(obj) - pn_addr(ch->base);
+		slot = &ch->objcgs[off / c->size];
+		if (!(off % c->size) && READ_ONCE(*slot))
+			objcg = xchg(slot, NULL);
+	}
+	rcu_read_unlock();
+	if (!objcg)
+		return;
+	obj_cgroup_uncharge(objcg, pn_memcg_bytes(c));
+	pn_memcg_stat(objcg, -(long)pn_memcg_bytes(c));
+	obj_cgroup_put(objcg);
+}
+#else
+static bool pn_memcg_enabled(void)
+{
+	return false;
+}
+
+static bool pn_memcg_charge(struct pn_cache *c, gfp_t gfp,
+			    struct obj_cgroup **objcgp)
+{
+	*objcgp = NULL;
+	return true;
+}
+
+static void pn_memcg_cancel(struct pn_cache *c, struct obj_cgroup *objcg)
+{
+}
+
+static void pn_memcg_commit(struct pn_cache *c, void __percpu *obj,
+			    struct obj_cgroup *objcg)
+{
+}
+
+static void pn_memcg_uncharge(struct pn_cache *c, void __percpu *obj,
+			      struct pn_chunk *ch)
+{
+}
+#endif
 
 /* ---- chunk layer (cache->lock) ------------------------------------------ */
 
@@ -757,6 +905,7 @@ static bool pn_should_fail_chunk(void)
 
 static void pn_chunk_free_meta(struct pn_chunk *ch)
 {
+	kfree(ch->objcgs);
 	kfree(ch->callers);
 	kfree(ch);
 }
@@ -786,6 +935,11 @@ static struct pn_chunk *pn_chunk_create(struct pn_cache *c, gfp_t gfp)
 	if (c->flags & PN_CACHE_DEBUG) {
 		ch->callers = kcalloc(c->nr_objs, sizeof(*ch->callers), gfp);
 		if (!ch->callers)
+			goto free_meta;
+	}
+	if (pn_memcg_enabled()) {
+		ch->objcgs = kcalloc(c->nr_objs, sizeof(*ch->objcgs), gfp);
+		if (!ch->objcgs)
 			goto free_meta;
 	}
 	ch->base = __alloc_percpu_gfp(c->chunk_bytes, c->align, gfp);
@@ -843,6 +997,9 @@ static bool pn_chunk_release(struct pn_cache *c, struct pn_chunk *ch)
 		for_each_set_bit(i, ch->free_map, c->nr_objs)
 			c->dtor(pn_obj(c, ch, i), c->priv);
 	free_percpu(ch->base);
+	/* every object is free, so uncharged */
+	VM_WARN_ON_ONCE(ch->objcgs &&
+			memchr_inv(ch->objcgs, 0, c->nr_objs * sizeof(*ch->objcgs)));
 	trace_pn_chunk_release(c->name, c->chunk_bytes, c->nr_objs);
 	call_rcu(&ch->rcu, pn_chunk_free_rcu);
 	return true;
@@ -1520,9 +1677,18 @@ static void __percpu *__pn_cache_alloc(struct pn_cache *c, size_t size,
 	bool refilled = false;
 	void __percpu *obj;
 
+	struct obj_cgroup *objcg = NULL;
+	gfp_t direct_gfp = gfp;
+
 	might_alloc(gfp);
-	if (unlikely(gfp & __GFP_ACCOUNT))
-		return pn_direct_alloc(c, size, gfp);
+	if (unlikely(gfp & __GFP_ACCOUNT)) {
+		/* A module: the kernel's allocator charges the object. */
+		if (!pn_memcg_enabled())
+			return pn_direct_alloc(c, size, gfp);
+		if (!pn_memcg_charge(c, gfp, &objcg))
+			return NULL;
+		gfp &= ~__GFP_ACCOUNT;
+	}
 	if (unlikely(c->flags & PN_CACHE_LOCKED)) {
 		obj = pn_locked_alloc(c, atomic, caller);
 	} else {
@@ -1537,14 +1703,29 @@ static void __percpu *__pn_cache_alloc(struct pn_cache *c, size_t size,
 				WRITE_ONCE(c->reserve_on, true);
 			pn_maint_kick(c);
 			/* Constructed objects cannot be made here. */
-			return c->ctor ? NULL : pn_direct_alloc(c, size, gfp);
+			if (c->ctor)
+				goto out;
+			/* the kernel's allocator charges a direct object */
+			if (objcg) {
+				pn_memcg_cancel(c, objcg);
+				objcg = NULL;
+			}
+			obj = pn_direct_alloc(c, size, direct_gfp);
+			goto out;
 		}
 		obj = pn_grow(c, gfp, caller);
 		if (!obj)
-			return NULL;
+			goto out;
 	}
 	if (zero_bytes)
 		pn_zero(obj, zero_bytes);
+out:
+	if (unlikely(objcg)) {
+		if (obj)
+			pn_memcg_commit(c, obj, objcg);
+		else
+			pn_memcg_cancel(c, objcg);
+	}
 	return obj;
 }
 
@@ -1555,8 +1736,9 @@ static void __percpu *__pn_cache_alloc(struct pn_cache *c, size_t size,
  *	 and run the constructor with @gfp.  Non-blocking flags (GFP_NOWAIT,
  *	 GFP_ATOMIC) are served from what the cache holds, its reserve
  *	 included, else (no constructor) from the kernel's per-CPU allocator.
- *	 __GFP_ACCOUNT: the object comes from the kernel's allocator, charged
- *	 to the caller's memcg, constructed with @gfp.
+ *	 __GFP_ACCOUNT: the object is charged to the caller's memcg until it
+ *	 is freed.  Built in, it is served as any other; in a module it comes
+ *	 from the kernel's allocator, constructed with @gfp.
  *
  * The object is constructed if the cache has a constructor, zeroed on
  * every possible CPU if the cache was created with PN_CACHE_ZERO (or
@@ -1587,8 +1769,8 @@ EXPORT_SYMBOL_GPL(pn_cache_alloc);
  *
  * If the cache has a constructor, @obj must be in its constructed state
  * (see pn_cache_create()).  Never allocates, never sleeps.  The destructor
- * of an object from an accounted allocation runs later, from the cache's
- * work item.
+ * of a direct object (in a module: from an accounted allocation) runs
+ * later, from the cache's work item.  A charged object is uncharged.
  *
  * Context: As pn_cache_alloc() with a non-blocking gfp.
  */
@@ -1599,6 +1781,8 @@ void pn_cache_free(struct pn_cache *cache, void __percpu *obj)
 	if (unlikely(atomic_long_read(&cache->nr_direct)) &&
 	    pn_direct_free(cache, obj))
 		return;
+	if (unlikely(READ_ONCE(cache->charged)))
+		pn_memcg_uncharge(cache, obj, NULL);
 	if (unlikely(cache->flags & PN_CACHE_LOCKED))
 		pn_locked_free(cache, obj);
 	else
@@ -2111,7 +2295,9 @@ void pn_cache_get_stats(struct pn_cache *cache, struct pn_cache_stats *st)
 	st->empty_mags = c->nr_empty_mags;
 	st->mem_bytes = c->nr_chunks * ((u64)c->chunk_bytes * num_possible_cpus() +
 					 struct_size_t(struct pn_chunk, free_map,
-						       BITS_TO_LONGS(c->nr_objs))) +
+						       BITS_TO_LONGS(c->nr_objs)) +
+					 (pn_memcg_enabled() ?
+					  c->nr_objs * sizeof(struct obj_cgroup *) : 0)) +
 			(u64)(c->nr_full_mags + c->nr_empty_mags + c->nr_cpu_mags) *
 			struct_size_t(struct pn_mag, objs, c->mag_cap);
 	spin_unlock_irqrestore(&c->lock, flags);
@@ -2154,7 +2340,7 @@ static struct pn_cache *pn_size_class(size_t size, size_t align)
  * @size: bytes, 1 .. PN_ALLOC_MAX_SIZE
  * @align: alignment, 0 or a power of two up to PAGE_SIZE
  * @gfp: allocation flags, as for pn_cache_alloc() (__GFP_ACCOUNT requests
- *	 are charged to the caller's memcg by the kernel's allocator)
+ *	 are charged to the caller's memcg)
  *
  * Served from the power-of-two size class that fits @size and @align;
  * objects are naturally aligned up to PAGE_SIZE.  The first @size bytes
@@ -2202,8 +2388,8 @@ EXPORT_SYMBOL_GPL(pn_cache_of);
  * @ptr: from pn_alloc_percpu_gfp(), or NULL
  *
  * Finds the size class from the pointer (one lockless tree lookup).  A
- * pointer in no chunk is a direct object (accounted, or an atomic
- * fallback) and goes to free_percpu().  While no direct object is live,
+ * pointer in no chunk is a direct object (accounted in a module, or an
+ * atomic fallback) and goes to free_percpu().  While no direct object is live,
  * and in debug mode unless it is one, such a pointer (and an object of a
  * cache of pn_cache_create()) is reported and ignored instead.  Never
  * allocates.
@@ -2430,7 +2616,8 @@ struct pn_cache *pn_alloc_size_class(unsigned int idx)
  * pn_alloc_sized_direct() - live direct objects of the sized API
  *
  * Objects pn_alloc_percpu_gfp() took straight from the kernel's allocator
- * (accounted requests, non-blocking fallbacks) and pn_free_percpu() has not
+ * (non-blocking fallbacks; in a module, accounted requests) and
+ * pn_free_percpu() has not
  * freed; no class counts them, because their free cannot tell the class.
  *
  * Context: Any context.

@@ -31,7 +31,7 @@
  * Bench.  Alternating slices of a lazy operation and its classic
  * counterpart, so that a slow spell of the host hits both:
  *  - a counter's lifetime: lazy init+destroy of 1 and 4 counters, and
- *    init+upgrade(flat or tree)+destroy of 4, against
+ *    init+upgrade(flat or tree)+destroy of 4 (flat also accounted), against
  *    percpu_counter_init_many()+destroy_many() (one thread: the cost is
  *    the allocation);
  *  - add_local on each worker's own counter, lazy, flat and tree, against
@@ -391,6 +391,7 @@ struct lazy_bench {
 	enum lazy_bench_op op;
 	unsigned int nr;
 	enum lazy_counter_target target;
+	gfp_t gfp;			/* of the lifetimes' allocations */
 	struct lazy_counter *own;
 	struct percpu_counter *own_pc;
 	struct lazy_counter shared;
@@ -419,12 +420,11 @@ static int lazy_bench_life(struct lazy_bench *b, unsigned int idx)
 		return 0;
 	case LB_UPGRADE_LIFE:
 		lazy_counter_init_many(lc, idx, b->nr);
-		ret = lazy_counter_upgrade_many(lc, b->nr, b->target,
-						GFP_KERNEL);
+		ret = lazy_counter_upgrade_many(lc, b->nr, b->target, b->gfp);
 		lazy_counter_destroy_many(lc, b->nr);
 		return ret;
 	default:
-		ret = percpu_counter_init_many(pc, idx, GFP_KERNEL, b->nr);
+		ret = percpu_counter_init_many(pc, idx, b->gfp, b->nr);
 		if (!ret)
 			percpu_counter_destroy_many(pc, b->nr);
 		return ret;
@@ -533,6 +533,7 @@ static int lazy_bench(struct pn_run *run)
 	b = kzalloc_obj(*b, GFP_KERNEL);
 	if (!b)
 		return -ENOMEM;
+	b->gfp = GFP_KERNEL;
 	b->ops = kcalloc(threads, sizeof(*b->ops), GFP_KERNEL);
 	b->own = kcalloc(threads, sizeof(*b->own), GFP_KERNEL);
 	b->own_pc = kcalloc(threads, sizeof(*b->own_pc), GFP_KERNEL);
@@ -564,6 +565,17 @@ static int lazy_bench(struct pn_run *run)
 	lazy_bench_pair(run, b, 1, "init+upgrade(tree)+destroy x4",
 			LB_UPGRADE_LIFE, "percpu_counter init+destroy x4",
 			LB_PCPU_LIFE, &ret);
+	/*
+	 * rss_stat's gfp: accounted.  In a module the library serves such a
+	 * request with __alloc_percpu_gfp(), as percpu_counter does; built
+	 * in, from its caches, charged per object.
+	 */
+	b->gfp = GFP_KERNEL_ACCOUNT;
+	b->target = LAZY_COUNTER_FLAT;
+	lazy_bench_pair(run, b, 1, "init+upgrade(flat)+destroy x4, accounted",
+			LB_UPGRADE_LIFE, "percpu_counter init+destroy x4, accounted",
+			LB_PCPU_LIFE, &ret);
+	b->gfp = GFP_KERNEL;
 
 	/*
 	 * The same lifetimes from every worker at once (fork/exit on many
