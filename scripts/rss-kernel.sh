@@ -16,6 +16,10 @@
 #                           correctness lane of `make check`
 #   rss-kernel.sh control   the unpatched source, config rss/rss.config:
 #                           the control for rss_stat=mainline
+#   rss-kernel.sh nohotplug the patched tree for arm64 without
+#                           CONFIG_HOTPLUG_CPU (rss/nohotplug.config,
+#                           cross gcc): compiles the files the series
+#                           touches, no image; prints the build directory
 #
 # Prints the path of the bzImage.  The patched tree is a hard-linked copy
 # of the pristine source under $CACHE/rss-tree/; the files the patches
@@ -26,7 +30,7 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-kind=${1:?usage: rss-kernel.sh patched|debug|control}
+kind=${1:?usage: rss-kernel.sh patched|debug|control|nohotplug}
 src=$(ksrc)
 ver=$(ksrc_version)
 rss_series
@@ -37,11 +41,12 @@ exec 9>"$CACHE/rss-build/.lock"
 flock 9
 
 case $kind in
-patched | debug)
+patched | debug | nohotplug)
 	bash "$REPO/scripts/rss-libpatch.sh" --check >/dev/null ||
 		die "rss/patches/0001 is not this repository's library: run scripts/rss-libpatch.sh"
 	frags=("$REPO/rss/rss.config" "$REPO/rss/rss-alt.config")
-	[ "$kind" = patched ] || frags+=("$REPO/rss/debug.config")
+	[ "$kind" != debug ] || frags+=("$REPO/rss/debug.config")
+	[ "$kind" != nohotplug ] || frags=("$REPO/rss/nohotplug.config")
 	tree=$CACHE/rss-tree/$ver
 	pkey=$(key_of "${patches[@]}")
 	if [ "$(cat "$tree/.patches-key" 2>/dev/null)" != "$pkey" ]; then
@@ -98,6 +103,11 @@ esac
 
 bdir=$CACHE/rss-build/$kind-$ver-$(key_of "${frags[@]}")
 img=$bdir/arch/x86/boot/bzImage
+kmake=(make -C "$tree" O="$bdir")
+if [ "$kind" = nohotplug ]; then
+	kmake+=(ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu-)
+	img=$bdir
+fi
 if [ -e "$bdir/.built-$bkey" ] && [ -e "$img" ]; then
 	echo "$img"
 	exit 0
@@ -106,9 +116,9 @@ mkdir -p "$bdir"
 log=$bdir/config.log
 if [ ! -e "$bdir/.configured" ]; then
 	{
-		make -C "$tree" O="$bdir" allnoconfig
+		"${kmake[@]}" allnoconfig
 		"$tree/scripts/kconfig/merge_config.sh" -m -O "$bdir" "$bdir/.config" "${frags[@]}"
-		make -C "$tree" O="$bdir" olddefconfig
+		"${kmake[@]}" olddefconfig
 	} >"$log" 2>&1 || { tail -n 40 "$log" >&2; die "rss kernel config failed"; }
 	missing=0
 	while read -r line; do
@@ -127,7 +137,14 @@ if [ ! -e "$bdir/.configured" ]; then
 fi
 log=$bdir/build.log
 echo "rss-kernel.sh: building the $kind rss_stat kernel in $bdir (log: $log)" >&2
-make -C "$tree" O="$bdir" -j"$JOBS" bzImage >"$log" 2>&1 ||
+if [ "$kind" = nohotplug ]; then
+	# what the series compiles: the library, rss_alt.c, and the
+	# files whose hunks use the new types (mm.h, mm_types.h users)
+	targets=(mm/pcpu_next/ mm/rss_alt.o kernel/fork.o kernel/sched/fair.o)
+else
+	targets=(bzImage)
+fi
+"${kmake[@]}" -j"$JOBS" "${targets[@]}" >"$log" 2>&1 ||
 	{ grep -E 'error|warning' "$log" | head -n 20 >&2; tail -n 30 "$log" >&2; die "rss kernel build failed"; }
 # No warning in a file the series adds or changes.
 if [ "$kind" != control ] &&
