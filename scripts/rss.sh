@@ -38,6 +38,7 @@ while [ $# -gt 0 ]; do
 	esac
 done
 MODES=${RSS_MODES:-"mainline lazy lazy-tree tree mmcid cache"}
+fail=0
 
 dir=$OUT/rss
 mkdir -p "$dir"
@@ -50,13 +51,48 @@ make -s -C "$REPO/rss/progs" OUTPUT="$progs" >"$dir/progs.log" 2>&1 &&
 	{ tail -n 30 "$dir/progs.log" >&2; die "rss programs build failed"; }
 if [ $short = 1 ]; then
 	ckernel=rss-debug csmp=8 cpossible=16
-	bash "$REPO/scripts/rss-kernel.sh" debug >/dev/null || die "rss_stat debug kernel build"
+	kimg=$(bash "$REPO/scripts/rss-kernel.sh" debug) || die "rss_stat debug kernel build"
+	# Build checks, a TAP line each (rss-builds): a module under a
+	# non-GPL license that reads RSS (get_mm_rss() and friends are
+	# inline) still links, rss/nongpl; the series compiles for arm64
+	# without CONFIG_HOTPLUG_CPU, where struct percpu_counter is smaller.
+	kb=${kimg%/arch/x86/boot/bzImage}
+	rm -rf "$dir/nongpl"
+	cp -r "$REPO/rss/nongpl" "$dir/nongpl"
+	{
+		make -C "$kb" modules &&
+			grep -qw mm_rss_alt_key "$kb/Module.symvers" &&
+			make -C "$kb" M="$dir/nongpl" modules
+	} >"$dir/nongpl.log" 2>&1
+	r1=$?
+	nohp=$(bash "$REPO/scripts/rss-kernel.sh" nohotplug 2>"$dir/nohotplug.log") &&
+		grep -qx '# CONFIG_HOTPLUG_CPU is not set' "$nohp/.config" &&
+		grep -qx 'CONFIG_MM_RSS_ALT=y' "$nohp/.config"
+	r2=$?
+	{
+		echo "1..2"
+		if [ $r1 -eq 0 ]; then
+			echo "ok 1 - a non-GPL module that calls get_mm_rss() links against the series"
+		else
+			echo "not ok 1 - a non-GPL module that calls get_mm_rss() links against the series"
+			sed 's/^/# /' "$dir/nongpl.log" | tail -n 20
+		fi
+		if [ $r2 -eq 0 ]; then
+			echo "ok 2 - the series compiles for arm64 without CONFIG_HOTPLUG_CPU"
+		else
+			echo "not ok 2 - the series compiles for arm64 without CONFIG_HOTPLUG_CPU"
+			sed 's/^/# /' "$dir/nohotplug.log" | tail -n 20
+		fi
+	} >"$dir/builds.tap"
+	cat "$dir/builds.tap"
+	r=$((r1 | r2))
+	[ -z "$runs" ] || echo "rss-builds $r tap $dir/builds.tap" >>"$runs"
+	[ $r -eq 0 ] || fail=1
 else
 	ckernel=rss csmp=4 cpossible=8
 	bash "$REPO/scripts/rss-kernel.sh" patched >/dev/null || die "rss_stat kernel build"
 fi
 
-fail=0
 boot()	# name kernel smp possible cmdline
 {
 	local name=$1 kernel=$2 smp=$3 possible=$4 cmd=$5 log r

@@ -40,6 +40,11 @@
  *     round for 32 rounds and stays; each round an munmap() of an
  *     untouched page updates VmHWM from the fast read, which must not
  *     exceed the exact VmRSS of the round.
+ *  g. remote from several CPUs: one writer process per CPU faults a
+ *     slice of a child's region with process_vm_writev(), all at once.
+ *  h. (--offline only) the fast read after all CPUs but one go offline.
+ *  i. (--memcg only) the memcg charge of the per-CPU memory of an mm.
+ *  j. (--cid-grow only) rss_stat=mmcid: a cid above the prepared blocks.
  *
  * /proc/PID/status sums the counters exactly (get_mm_counter_sum() since
  * 6.16, and in 6.12.y stable), so on mainline --bound 0 passes even with
@@ -63,6 +68,7 @@
 #include <unistd.h>
 #include <sys/mman.h>
 #include <sys/ptrace.h>
+#include <sys/rseq.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 
@@ -100,6 +106,11 @@ static long bound;
 static int exact_single;
 static int loops = 1;
 static int use_stat;
+static int offline;		/* --offline: case h only */
+static long h_pages = 31;	/* --offline's pages per CPU */
+static const char *memcg_dir;	/* --memcg: case i only */
+static long min_bytes;		/* --min-bytes, for --memcg */
+static int cid_grow;		/* --cid-grow: case j only */
 static int loop_no;
 
 static int result_fd = -1;	/* set in case processes */
@@ -599,17 +610,18 @@ static void d_child(int addr_fd, int cmd_fd)
 	_exit(ok ? 0 : 1);
 }
 
-static long d_writev(pid_t pid, char *remote)
+/* Write a word into each of @pages pages of @pid at @remote. */
+static long d_writev_n(pid_t pid, char *remote, long pages)
 {
 	static struct iovec liov[IOV_BATCH], riov[IOV_BATCH];
 	static long word = 0x5a5a5a5a;
 	long i, n, done = 0;
 	ssize_t ret;
 
-	for (i = 0; i < npages; i += n) {
+	for (i = 0; i < pages; i += n) {
 		long j;
 
-		n = npages - i < IOV_BATCH ? npages - i : IOV_BATCH;
+		n = pages - i < IOV_BATCH ? pages - i : IOV_BATCH;
 		for (j = 0; j < n; j++) {
 			liov[j].iov_base = &word;
 			liov[j].iov_len = sizeof(word);
@@ -624,6 +636,11 @@ static long d_writev(pid_t pid, char *remote)
 			break;
 	}
 	return done;
+}
+
+static long d_writev(pid_t pid, char *remote)
+{
+	return d_writev_n(pid, remote, npages);
 }
 
 static void case_remote(void)
@@ -833,20 +850,495 @@ static void case_hiwater(void)
 	pthread_barrier_destroy(&bar);
 }
 
+/*
+ * ---- g. remote faults from several CPUs at once ----
+ *
+ * The updates of reclaim, khugepaged and the OOM reaper come from tasks
+ * outside the mm, often several at once.  The guest has no swap to
+ * reclaim into, so get_user_pages_remote() stands in: one writer process
+ * per online CPU (at most G_WRITERS_MAX), each pinned, faults its slice
+ * of a single-threaded child's region, all started together.
+ */
+#define G_WRITERS_MAX	8
+#define G_CHECKS	(4 + 2 * use_stat)
+
+static void case_remote_parallel(void)
+{
+	int addr_pipe[2], cmd_pipe[2], go_pipe[2], st, i, n = 0, cpu, bad = 0;
+	pid_t pid, w[G_WRITERS_MAX];
+	long b = delta_bound(1), per, off = 0;
+	struct rss b0, b1;
+	cpu_set_t set;
+	char *r[2];
+
+	if (sched_getaffinity(0, sizeof(set), &set))
+		die("sched_getaffinity");
+	if (pipe(addr_pipe) || pipe(cmd_pipe))
+		die("pipe");
+	pid = fork();
+	if (pid < 0)
+		die("fork");
+	if (!pid) {
+		close(addr_pipe[0]);
+		close(cmd_pipe[1]);
+		d_child(addr_pipe[1], cmd_pipe[0]);
+	}
+	close(addr_pipe[1]);
+	close(cmd_pipe[0]);
+	if (read(addr_pipe[0], r, sizeof(r)) != sizeof(r))
+		die("read child addresses");
+	for (cpu = 0; cpu < CPU_SETSIZE && n < G_WRITERS_MAX; cpu++)
+		if (CPU_ISSET(cpu, &set))
+			w[n++] = cpu;
+	per = npages / n;
+	/* after the child's fork: only the writers hold the read end */
+	if (pipe(go_pipe))
+		die("pipe");
+	read_rss(pid, &b0);
+	for (i = 0; i < n; i++, off += per) {
+		long pages = i == n - 1 ? npages - off : per;
+		cpu_set_t one;
+		pid_t c = fork();
+		char go;
+
+		if (c < 0)
+			die("fork writer");
+		if (!c) {
+			close(go_pipe[1]);
+			/* best effort: under random hotplug the CPU may be gone */
+			CPU_ZERO(&one);
+			CPU_SET(w[i], &one);
+			sched_setaffinity(0, sizeof(one), &one);
+			if (read(go_pipe[0], &go, 1) != 0)
+				_exit(3);	/* EOF: all writers start */
+			_exit(d_writev_n(pid, r[0] + off * page_size, pages) == pages ? 0 : 4);
+		}
+		w[i] = c;
+	}
+	close(go_pipe[0]);
+	close(go_pipe[1]);		/* go */
+	for (i = 0; i < n; i++) {
+		while (waitpid(w[i], &st, 0) < 0 && errno == EINTR)
+			;
+		bad += status_code(st) != 0;
+	}
+	read_rss(pid, &b1);
+	check(bad, 0, 0, "remote-parallel: %d writer processes on %d CPUs wrote every page", n, n);
+	check(b1.anon - b0.anon, npages, b,
+	      "remote-parallel: child RssAnon delta after %d concurrent writers faulted %ld pages", n, npages);
+	check_stat(b1.stat - b0.stat, npages, b,
+		   "remote-parallel: child rss delta after %d concurrent writers faulted %ld pages", n, npages);
+	if (write(cmd_pipe[1], "x", 1) != 1)
+		die("write child command");
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	check(status_code(st), 0, 0, "remote-parallel: child exit status");
+	close(addr_pipe[0]);
+	close(cmd_pipe[1]);
+}
+
+/*
+ * ---- h. the fast read after CPUs go offline (--offline only) ----
+ *
+ * A thread pinned to each online CPU faults H_PAGES pages there, below
+ * percpu_counter's batch, so each CPU keeps its part unfolded.  Then
+ * every CPU but the first goes offline.  The exact read (VmRSS) must
+ * still count every page; the fast read (/proc/PID/stat) must be within
+ * --bound of it.  percpu_counter folds a dead CPU's part into its count;
+ * the modes on no hotplug list (lazy's flat counters, cache) do not, so
+ * their bound is per CPU that ever ran, not per online CPU.  Every CPU
+ * is brought back online before the checks are sent.
+ */
+#define H_CPUS_MAX	64
+#define H_CHECKS	3
+
+struct h_ctx {
+	pthread_barrier_t *bar;
+	char *base;
+	int cpu;
+};
+
+static struct h_ctx *h_ctx_cpus;
+
+static void *h_thread(void *arg)
+{
+	struct h_ctx *c = arg;
+	cpu_set_t one;
+
+	/* stack pages first, still on the first CPU: only the touch is here */
+	prefault_stack(16 * 1024);
+	CPU_ZERO(&one);
+	CPU_SET(c->cpu, &one);
+	if (sched_setaffinity(0, sizeof(one), &one))
+		die("sched_setaffinity");
+	pthread_barrier_wait(c->bar);		/* 1: all pinned */
+	pthread_barrier_wait(c->bar);		/* 2: touch */
+	touch(c->base, h_pages);
+	pthread_barrier_wait(c->bar);		/* 3: touched */
+	pthread_barrier_wait(c->bar);		/* 4: done */
+	return NULL;
+}
+
+static int set_online(int cpu, int on)
+{
+	char path[64];
+	int fd, ok;
+
+	snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/online", cpu);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ok = write(fd, on ? "1" : "0", 1) == 1;
+	close(fd);
+	return ok ? 0 : -1;
+}
+
+static void h_run(int n);
+
+/*
+ * The case process pins itself to the first CPU, then forks the process
+ * that counts: its mm starts with every part on that CPU, none left on
+ * the others by what ran before.
+ */
+static void case_offline(void)
+{
+	static struct h_ctx ctx[H_CPUS_MAX];
+	int n = 0, cpu, st;
+	cpu_set_t set;
+	pid_t pid;
+
+	if (sched_getaffinity(0, sizeof(set), &set))
+		die("sched_getaffinity");
+	for (cpu = 0; cpu < CPU_SETSIZE && n < H_CPUS_MAX; cpu++)
+		if (CPU_ISSET(cpu, &set))
+			ctx[n++].cpu = cpu;
+	CPU_ZERO(&set);
+	CPU_SET(ctx[0].cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set))
+		die("sched_setaffinity");
+	pid = fork();
+	if (pid < 0)
+		die("fork");
+	if (!pid) {
+		prefault(1);
+		h_ctx_cpus = ctx;
+		h_run(n);
+		_exit(0);
+	}
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (status_code(st))
+		exit(status_code(st));
+}
+
+static void h_run(int n)
+{
+	static pthread_t tid[H_CPUS_MAX];
+	struct h_ctx *ctx = h_ctx_cpus;
+	int i, off_fail = 0, on_fail = 0;
+	pthread_barrier_t bar;
+	struct rss b0, b1, b2;
+	char *p;
+
+	p = map_anon((long)n * h_pages, MAP_PRIVATE);
+	pthread_barrier_init(&bar, NULL, n + 1);
+	for (i = 0; i < n; i++) {
+		ctx[i].bar = &bar;
+		ctx[i].base = p + (long)i * h_pages * page_size;
+		errno = pthread_create(&tid[i], NULL, h_thread, &ctx[i]);
+		if (errno)
+			die("pthread_create");
+	}
+	pthread_barrier_wait(&bar);		/* 1 */
+	read_rss(0, &b0);
+	pthread_barrier_wait(&bar);		/* 2 */
+	pthread_barrier_wait(&bar);		/* 3 */
+	read_rss(0, &b2);
+	for (i = 1; i < n; i++)
+		off_fail += set_online(ctx[i].cpu, 0) != 0;
+	read_rss(0, &b1);
+	for (i = 1; i < n; i++)
+		on_fail += set_online(ctx[i].cpu, 1) != 0;
+	pthread_barrier_wait(&bar);		/* 4 */
+	for (i = 0; i < n; i++)
+		pthread_join(tid[i], NULL);
+	pthread_barrier_destroy(&bar);
+	/* what the fold must take back: a weak check if not above --bound */
+	printf("# offline: fast read off by %ld pages with every CPU online, %ld after\n",
+	       labs(b2.stat - b2.total), labs(b1.stat - b1.total));
+	fflush(stdout);
+	check(off_fail + on_fail, 0, 0,
+	      "offline: %d of %d CPUs went offline and came back", n - 1, n);
+	check(b1.total - b0.total, (long)n * h_pages, 0,
+	      "offline: exact VmRSS delta after %ld pages on each of %d CPUs, %d offlined",
+	      h_pages, n, n - 1);
+	check(b1.stat, b1.total, bound,
+	      "offline: /proc stat rss (fast) within %ld pages of VmRSS (exact) with %d of %d CPUs offline",
+	      bound, n - 1, n);
+}
+
+/*
+ * ---- i. memcg charge of an mm's per-CPU memory (--memcg only) ----
+ *
+ * mm_init() charges rss_stat's per-CPU counters to the forking task's
+ * memcg (GFP_KERNEL_ACCOUNT), and so must every mode.  In the memcg
+ * given (a cgroup v2 directory, which this process joins), I_CHILDREN
+ * children each start a thread (the first CLONE_VM switches a lazy mm to
+ * per-CPU counters) and wait.  memory.stat's percpu must grow by at
+ * least --min-bytes per child, and fall back once they are reaped.  The
+ * kernel flushes memcg statistics on a read only past a threshold, else
+ * every 2 seconds: both are polled, for up to I_WAIT_MS.
+ */
+#define I_CHILDREN	64
+#define I_CHECKS	3
+#define I_WAIT_MS	6000
+
+static long memcg_percpu(void)
+{
+	char path[512];
+	const char *p;
+
+	snprintf(path, sizeof(path), "%s/memory.stat", memcg_dir);
+	if (read_file(path, status_buf, sizeof(status_buf)) <= 0)
+		die(path);
+	for (p = status_buf; p; p = strchr(p, '\n')) {
+		if (*p == '\n')
+			p++;
+		if (!strncmp(p, "percpu ", 7))
+			return strtol(p + 7, NULL, 10);
+	}
+	errno = ENOENT;
+	die("percpu in memory.stat");
+	return -1;
+}
+
+static void *i_thread(void *arg)
+{
+	pause();
+	return arg;
+}
+
+static void case_memcg(void)
+{
+	int go[2], ready[2], i, bad = 0, st;
+	pid_t kids[I_CHILDREN];
+	long p0, p1 = 0, p2 = 0;
+	char c;
+
+	if (pipe(go) || pipe(ready))
+		die("pipe");
+	p0 = memcg_percpu();
+	for (i = 0; i < I_CHILDREN; i++) {
+		kids[i] = fork();
+		if (kids[i] < 0)
+			die("fork");
+		if (!kids[i]) {
+			pthread_t t;
+
+			close(go[1]);
+			close(ready[0]);
+			errno = pthread_create(&t, NULL, i_thread, NULL);
+			if (errno || write(ready[1], "r", 1) != 1)
+				_exit(3);
+			/* EOF: the parent has read memory.stat */
+			_exit(read(go[0], &c, 1) == 0 ? 0 : 4);
+		}
+	}
+	close(go[0]);
+	close(ready[1]);
+	for (i = 0; i < I_CHILDREN; i++)
+		if (read(ready[0], &c, 1) != 1)
+			bad++;
+	for (i = 0; i < I_WAIT_MS / 100; i++) {
+		p1 = memcg_percpu();
+		if (p1 - p0 >= min_bytes * I_CHILDREN)
+			break;
+		usleep(100000);
+	}
+	close(go[1]);
+	for (i = 0; i < I_CHILDREN; i++) {
+		while (waitpid(kids[i], &st, 0) < 0 && errno == EINTR)
+			;
+		bad += status_code(st) != 0;
+	}
+	/* uncharged at the children's exit, cache mode after a grace period */
+	for (i = 0; i < I_WAIT_MS / 100; i++) {
+		p2 = memcg_percpu();
+		if (p2 - p0 < min_bytes * I_CHILDREN / 4)
+			break;
+		usleep(100000);
+	}
+	check(bad, 0, 0, "memcg: %d children with a thread each ran", I_CHILDREN);
+	/* at least min_bytes each: got is clamped so that any excess passes */
+	check((p1 - p0) / I_CHILDREN < min_bytes ? (p1 - p0) / I_CHILDREN : min_bytes,
+	      min_bytes, 0, "memcg: memory.stat percpu grew by at least %ld bytes per child (%ld in all)",
+	      min_bytes, p1 - p0);
+	check(p2 - p0 < min_bytes * I_CHILDREN / 4 ? 0 : p2 - p0, 0, 0,
+	      "memcg: percpu back below a quarter of the children's charge after they exited (%ld over)",
+	      p2 - p0);
+}
+
+/*
+ * ---- j. rss_stat=mmcid: a cid above the prepared blocks (--cid-grow) ----
+ *
+ * Each CLONE_VM prepares the blocks of the cids the new thread may take.
+ * If that fails, a thread whose cid is above block 0 (8 cids) adds
+ * through the remote slot until a work item has grown the block.  rss.sh
+ * arms the library's mmcid fault site for tasks with make-it-fail set;
+ * this process sets it while it creates J_THREADS threads, so that every
+ * clone's preparation fails.  Ten users: with 8 or more CPUs allowed,
+ * 7.2 gives them cids 0..9; each thread reads its own from rseq
+ * (registered by glibc).  Round 0 (J_PAGES faults each) must send the
+ * adds of the threads above block 0 to the remote slot and queue the
+ * grow; once the block is there, rounds 1..J_ROUNDS - 1 must add no more
+ * remotely.  debugfs rss_stat/ counts both, for every mm: nothing else
+ * runs meanwhile.
+ */
+#define J_THREADS	9
+#define J_ROUNDS	16
+#define J_PAGES		32
+#define J_CHECKS	4
+#define J_WAIT_MS	5000
+#define J_DEBUGFS	"/sys/kernel/debug/rss_stat/"
+
+static long read_long(const char *path)
+{
+	char buf[64];
+
+	if (read_file(path, buf, sizeof(buf)) <= 0)
+		die(path);
+	return strtol(buf, NULL, 10);
+}
+
+static void make_it_fail(int on)
+{
+	int fd = open("/proc/thread-self/make-it-fail", O_WRONLY | O_CLOEXEC);
+
+	if (fd < 0 || write(fd, on ? "1" : "0", 1) != 1)
+		die("/proc/thread-self/make-it-fail");
+	close(fd);
+}
+
+/* This thread's mm_cid from its rseq area (glibc's), or -1. */
+static int rseq_mm_cid(void)
+{
+	if (__rseq_size < 28)	/* struct rseq's mm_cid ends at 28 */
+		return -1;
+	return *(volatile int *)((char *)__builtin_thread_pointer() +
+				 __rseq_offset + 24);
+}
+
+struct j_ctx {
+	pthread_barrier_t *bar;
+	char *base;
+	int max_cid;
+};
+
+static void *j_thread(void *arg)
+{
+	struct j_ctx *c = arg;
+	int r, cid;
+
+	make_it_fail(0);
+	prefault_stack(16 * 1024);
+	c->max_cid = -1;
+	pthread_barrier_wait(c->bar);		/* 1: all created */
+	for (r = 0; r < J_ROUNDS; r++) {
+		touch(c->base + (long)r * J_PAGES * page_size, J_PAGES);
+		cid = rseq_mm_cid();
+		if (cid > c->max_cid)
+			c->max_cid = cid;
+		if (!r) {
+			pthread_barrier_wait(c->bar);	/* 2: round 0 done */
+			pthread_barrier_wait(c->bar);	/* 3: grown */
+		}
+		sched_yield();
+	}
+	return NULL;
+}
+
+static void case_cid_grow(void)
+{
+	static struct j_ctx ctx[J_THREADS];
+	static pthread_t tid[J_THREADS];
+	long f0, f1, f2, g0, g1;
+	pthread_barrier_t bar;
+	int i, max_cid = -1;
+	char *p;
+
+	p = map_anon((long)J_THREADS * J_ROUNDS * J_PAGES, MAP_PRIVATE);
+	pthread_barrier_init(&bar, NULL, J_THREADS + 1);
+	f0 = read_long(J_DEBUGFS "mmcid_cid_fallbacks");
+	g0 = read_long(J_DEBUGFS "mmcid_grows");
+	make_it_fail(1);
+	for (i = 0; i < J_THREADS; i++) {
+		ctx[i].bar = &bar;
+		ctx[i].base = p + (long)i * J_ROUNDS * J_PAGES * page_size;
+		errno = pthread_create(&tid[i], NULL, j_thread, &ctx[i]);
+		if (errno)
+			die("pthread_create");
+	}
+	make_it_fail(0);
+	pthread_barrier_wait(&bar);		/* 1 */
+	pthread_barrier_wait(&bar);		/* 2 */
+	f1 = read_long(J_DEBUGFS "mmcid_cid_fallbacks");
+	for (i = 0; i < J_WAIT_MS / 10; i++) {
+		g1 = read_long(J_DEBUGFS "mmcid_grows");
+		if (g1 > g0)
+			break;
+		usleep(10000);
+	}
+	pthread_barrier_wait(&bar);		/* 3 */
+	for (i = 0; i < J_THREADS; i++) {
+		pthread_join(tid[i], NULL);
+		if (ctx[i].max_cid > max_cid)
+			max_cid = ctx[i].max_cid;
+	}
+	pthread_barrier_destroy(&bar);
+	f2 = read_long(J_DEBUGFS "mmcid_cid_fallbacks");
+	printf("# cid-grow: highest mm_cid %d; remote adds of cid holders: %ld in round 0, %ld after; blocks grown %ld\n",
+	       max_cid, f1 - f0, f2 - f1, g1 - g0);
+	fflush(stdout);
+	if (max_cid < 8) {
+		skip("cid-grow: no thread had a cid above block 0 (highest %d; needs 8 CPUs allowed)",
+		     max_cid);
+		skip("cid-grow: remote adds in round 0");
+		skip("cid-grow: block grown");
+		skip("cid-grow: no remote add after the grow");
+		return;
+	}
+	check(max_cid >= 8, 1, 0, "cid-grow: a thread had cid %d, above block 0", max_cid);
+	check(f1 > f0, 1, 0, "cid-grow: round 0 sent the adds of cids above block 0 to the remote slot (%ld)",
+	      f1 - f0);
+	check(g1 > g0, 1, 0, "cid-grow: a work item grew the missing block (%ld)", g1 - g0);
+	check(f2 - f1, 0, 0, "cid-grow: rounds 1..%d added nothing remotely once the block was there",
+	      J_ROUNDS - 1);
+}
+
 /* ---- main ---- */
 
 #define CHECKS_PER_LOOP (A_CHECKS + B_CHECKS + C_CHECKS + D_CHECKS + E_CHECKS + \
-			 F_CHECKS)
+			 F_CHECKS + G_CHECKS)
 
 static void usage(const char *prog)
 {
 	fprintf(stderr,
 		"usage: %s [--bound PAGES] [--exact-single] [--pages N] [--loops L] [--stat]\n"
+		"       %s --offline [--pages-per-cpu N] --bound PAGES\n"
+		"       %s --memcg DIR --min-bytes B\n"
+		"       %s --cid-grow\n"
 		"  --bound PAGES   allowed error of one /proc read of a counter (default 0)\n"
 		"  --exact-single  single-threaded processes must read exact counters\n"
 		"  --pages N       pages per region (default 4096)\n"
 		"  --loops L       repeat all cases L times (default 1)\n"
-		"  --stat          also check the rss field of /proc/PID/stat (fast read)\n", prog);
+		"  --stat          also check the rss field of /proc/PID/stat (fast read)\n"
+		"  --offline       only case h: the fast read with all CPUs but one offline\n"
+		"                  (root); --bound is the fast read's error allowed then\n"
+		"  --pages-per-cpu N  pages case h faults on each CPU (default 31)\n"
+		"  --memcg DIR     only case i: join cgroup v2 DIR, fork children, check\n"
+		"                  that memory.stat percpu grew by --min-bytes B per child\n"
+		"  --cid-grow      only case j (rss_stat=mmcid, mmcid fault site armed)\n",
+		prog, prog, prog, prog);
 	exit(2);
 }
 
@@ -858,13 +1350,18 @@ int main(int argc, char **argv)
 		{ "pages", required_argument, NULL, 'p' },
 		{ "loops", required_argument, NULL, 'l' },
 		{ "stat", no_argument, NULL, 's' },
+		{ "offline", no_argument, NULL, 'o' },
+		{ "pages-per-cpu", required_argument, NULL, 'P' },
+		{ "memcg", required_argument, NULL, 'm' },
+		{ "min-bytes", required_argument, NULL, 'M' },
+		{ "cid-grow", no_argument, NULL, 'g' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
 	char *end;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "b:xp:l:sh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "b:xp:l:soP:m:M:gh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'b':
 			bound = strtol(optarg, &end, 0);
@@ -876,6 +1373,25 @@ int main(int argc, char **argv)
 			break;
 		case 's':
 			use_stat = 1;
+			break;
+		case 'o':
+			offline = 1;
+			break;
+		case 'm':
+			memcg_dir = optarg;
+			break;
+		case 'g':
+			cid_grow = 1;
+			break;
+		case 'M':
+			min_bytes = strtol(optarg, &end, 0);
+			if (*end || min_bytes < 0)
+				usage(argv[0]);
+			break;
+		case 'P':
+			h_pages = strtol(optarg, &end, 0);
+			if (*end || h_pages < 1)
+				usage(argv[0]);
 			break;
 		case 'p':
 			npages = strtol(optarg, &end, 0);
@@ -895,6 +1411,41 @@ int main(int argc, char **argv)
 		usage(argv[0]);
 	page_size = sysconf(_SC_PAGESIZE);
 
+	if (cid_grow) {
+		printf("TAP version 13\n1..%d\n", J_CHECKS);
+		fflush(stdout);
+		run_case("cid-grow", case_cid_grow, J_CHECKS);
+		printf("# %s\n", failed ? "FAIL" : "PASS");
+		return failed;
+	}
+	if (memcg_dir) {
+		char path[512];
+		int fd;
+
+		snprintf(path, sizeof(path), "%s/cgroup.procs", memcg_dir);
+		fd = open(path, O_WRONLY | O_CLOEXEC);
+		if (fd < 0 || write(fd, "0", 1) != 1)
+			die(path);
+		close(fd);
+		printf("TAP version 13\n1..%d\n", I_CHECKS);
+		printf("# rss_check --memcg %s: %d children, at least %ld bytes each\n",
+		       memcg_dir, I_CHILDREN, min_bytes);
+		fflush(stdout);
+		run_case("memcg", case_memcg, I_CHECKS);
+		printf("# %s\n", failed ? "FAIL" : "PASS");
+		return failed;
+	}
+	if (offline) {
+		use_stat = 1;
+		printf("TAP version 13\n1..%d\n", H_CHECKS);
+		printf("# rss_check --offline: %ld pages per CPU, bound %ld, online cpus %ld\n",
+		       h_pages, bound, sysconf(_SC_NPROCESSORS_ONLN));
+		fflush(stdout);
+		run_case("offline", case_offline, H_CHECKS);
+		printf("# %s\n", failed ? "FAIL" : "PASS");
+		return failed;
+	}
+
 	printf("TAP version 13\n");
 	printf("1..%d\n", CHECKS_PER_LOOP * loops);
 	printf("# rss_check: pages %ld, page size %ld, bound %ld, exact-single %d, stat %d, loops %d, online cpus %ld\n",
@@ -909,6 +1460,7 @@ int main(int argc, char **argv)
 		run_case("remote", case_remote, D_CHECKS);
 		run_case("fork", case_fork, E_CHECKS);
 		run_case("hiwater", case_hiwater, F_CHECKS);
+		run_case("remote-parallel", case_remote_parallel, G_CHECKS);
 	}
 	printf("# %s\n", failed ? "FAIL" : "PASS");
 	return failed;

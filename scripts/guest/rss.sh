@@ -72,6 +72,69 @@ check)
 	tree) run_tap rss_check_stat /rss/rss_check --stat --bound 512 ;;
 	mmcid) run_tap rss_check_stat /rss/rss_check --stat --bound $((31 * np)) ;;
 	esac
+	# The fast read after all CPUs but one went offline, per mode: the
+	# error allowed per counter, times the three counters of
+	# get_mm_rss().  percpu_counter folds a dead CPU's part into its
+	# count (mainline: only the CPU left holds any); lazy's flat counters
+	# and cache are on no hotplug list, so every CPU that ran keeps its
+	# part (see README); trees and mmcid as above.
+	k=$((pcb - 1))
+	case $mode in
+	mainline) ob=$((3 * k)) ;;
+	lazy | cache) ob=$((3 * k * n)) ;;
+	lazy-tree | tree) ob=$((3 * 496)) ;;
+	mmcid) ob=$((3 * 31 * np)) ;;
+	esac
+	run_tap rss_check_offline /rss/rss_check --offline --pages-per-cpu "$k" --bound "$ob"
+	echo "# online CPUs after the offline step: $(cat /sys/devices/system/cpu/online)"
+	# memcg: an mm's per-CPU memory is charged to the forking task's
+	# memcg, at least rss_stat's 16 bytes per possible CPU, in every mode
+	# with per-CPU memory per mm (mmcid's is per cid, charged as slab).
+	if [ "$mode" != mmcid ]; then
+		cg=/sys/fs/cgroup
+		mkdir -p $cg
+		grep -q " $cg cgroup2 " /proc/mounts || mount -t cgroup2 none $cg
+		echo +memory >$cg/cgroup.subtree_control
+		mkdir -p $cg/pn
+		run_tap rss_check_memcg /rss/rss_check --memcg $cg/pn --min-bytes $((16 * np))
+	fi
+	# The library's allocator serves the rss modes' per-CPU memory,
+	# accounted or not: no object of theirs is a direct one (one
+	# __alloc_percpu_gfp(), the kernel's global mutex).  Column 18 of
+	# the library's stats is the direct objects ever allocated.
+	st=/sys/kernel/debug/pcpu_next/alloc/stats
+	direct=missing
+	if [ -r $st ]; then
+		cat $st
+		direct=$(awk 'NR > 1 { d += $18 } END { print d + 0 }' $st)
+	fi
+	echo "# direct objects of the library: $direct"
+	case $mode in
+	lazy | lazy-tree | tree | cache)
+		if [ "$direct" = 0 ]; then
+			pn_result PASS "rss-allocator-$mode"
+		else
+			pn_result FAIL "rss-allocator-$mode"
+			rc=1
+		fi
+		;;
+	esac
+	# mmcid: a thread whose cid has no block (the clone's prepare failed,
+	# injected for the tasks rss_check marks) grows it from a task work.
+	f=/sys/kernel/debug/pcpu_next/fault/fail_mmcid
+	if [ "$mode" = mmcid ] && [ -d $f ]; then
+		# how often the runs above fell back, with no fault injected
+		echo "# before cid-grow: rss_stat/mmcid_cid_fallbacks $(cat /sys/kernel/debug/rss_stat/mmcid_cid_fallbacks)," \
+			"mmcid_grows $(cat /sys/kernel/debug/rss_stat/mmcid_grows)"
+		echo Y >$f/task-filter
+		echo 1 >$f/interval
+		echo -1 >$f/times
+		echo 100 >$f/probability
+		run_tap rss_check_cid_grow /rss/rss_check --cid-grow
+		echo 0 >$f/probability
+		echo "# after cid-grow: rss_stat/mmcid_cid_fallbacks $(cat /sys/kernel/debug/rss_stat/mmcid_cid_fallbacks)," \
+			"mmcid_grows $(cat /sys/kernel/debug/rss_stat/mmcid_grows)"
+	fi
 	for t in /rss/mm/*; do
 		[ -x "$t" ] || continue
 		run_tap "mm/$(basename "$t")" "$t"
