@@ -643,12 +643,13 @@ static long d_writev(pid_t pid, char *remote)
 	return d_writev_n(pid, remote, npages);
 }
 
-static void case_remote(void)
+/*
+ * Fork d_child(); returns its pid, with the write end of its command
+ * pipe in *@cmd_fd and its two regions' addresses in @r.
+ */
+static pid_t d_start(int *cmd_fd, char *r[2])
 {
-	int addr_pipe[2], cmd_pipe[2], st, err = 0;
-	struct rss b0, b1, b2;
-	long b = delta_bound(1), i, n;
-	char *r[2];
+	int addr_pipe[2], cmd_pipe[2];
 	pid_t pid;
 
 	if (pipe(addr_pipe) || pipe(cmd_pipe))
@@ -663,8 +664,35 @@ static void case_remote(void)
 	}
 	close(addr_pipe[1]);
 	close(cmd_pipe[0]);
-	if (read(addr_pipe[0], r, sizeof(r)) != sizeof(r))
+	if (read(addr_pipe[0], r, 2 * sizeof(*r)) != 2 * sizeof(*r))
 		die("read child addresses");
+	close(addr_pipe[0]);
+	*cmd_fd = cmd_pipe[1];
+	return pid;
+}
+
+/* Tell d_child() to unmap and exit; check its exit status. */
+static void d_finish(pid_t pid, int cmd_fd, const char *name)
+{
+	int st;
+
+	if (write(cmd_fd, "x", 1) != 1)
+		die("write child command");
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	check(status_code(st), 0, 0, "%s: child exit status", name);
+	close(cmd_fd);
+}
+
+static void case_remote(void)
+{
+	int cmd_fd, st, err = 0;
+	struct rss b0, b1, b2;
+	long b = delta_bound(1), i, n;
+	char *r[2];
+	pid_t pid;
+
+	pid = d_start(&cmd_fd, r);
 
 	read_rss(pid, &b0);
 	n = d_writev(pid, r[0]);
@@ -704,13 +732,7 @@ static void case_remote(void)
 		if (ptrace(PTRACE_DETACH, pid, NULL, NULL))
 			die("PTRACE_DETACH");
 	}
-	if (write(cmd_pipe[1], "x", 1) != 1)
-		die("write child command");
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
-	check(status_code(st), 0, 0, "remote: child exit status");
-	close(addr_pipe[0]);
-	close(cmd_pipe[1]);
+	d_finish(pid, cmd_fd, "remote");
 }
 
 /* ---- e. fork with touched anon memory ---- */
@@ -864,7 +886,7 @@ static void case_hiwater(void)
 
 static void case_remote_parallel(void)
 {
-	int addr_pipe[2], cmd_pipe[2], go_pipe[2], st, i, n = 0, cpu, bad = 0;
+	int cmd_fd, go_pipe[2], st, i, n = 0, cpu, bad = 0;
 	pid_t pid, w[G_WRITERS_MAX];
 	long b = delta_bound(1), per, off = 0;
 	struct rss b0, b1;
@@ -873,20 +895,7 @@ static void case_remote_parallel(void)
 
 	if (sched_getaffinity(0, sizeof(set), &set))
 		die("sched_getaffinity");
-	if (pipe(addr_pipe) || pipe(cmd_pipe))
-		die("pipe");
-	pid = fork();
-	if (pid < 0)
-		die("fork");
-	if (!pid) {
-		close(addr_pipe[0]);
-		close(cmd_pipe[1]);
-		d_child(addr_pipe[1], cmd_pipe[0]);
-	}
-	close(addr_pipe[1]);
-	close(cmd_pipe[0]);
-	if (read(addr_pipe[0], r, sizeof(r)) != sizeof(r))
-		die("read child addresses");
+	pid = d_start(&cmd_fd, r);
 	for (cpu = 0; cpu < CPU_SETSIZE && n < G_WRITERS_MAX; cpu++)
 		if (CPU_ISSET(cpu, &set))
 			w[n++] = cpu;
@@ -928,13 +937,7 @@ static void case_remote_parallel(void)
 	      "remote-parallel: child RssAnon delta after %d concurrent writers faulted %ld pages", n, npages);
 	check_stat(b1.stat - b0.stat, npages, b,
 		   "remote-parallel: child rss delta after %d concurrent writers faulted %ld pages", n, npages);
-	if (write(cmd_pipe[1], "x", 1) != 1)
-		die("write child command");
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
-	check(status_code(st), 0, 0, "remote-parallel: child exit status");
-	close(addr_pipe[0]);
-	close(cmd_pipe[1]);
+	d_finish(pid, cmd_fd, "remote-parallel");
 }
 
 /*
@@ -1080,8 +1083,9 @@ static void h_run(int n)
 /*
  * ---- i. memcg charge of an mm's per-CPU memory (--memcg only) ----
  *
- * mm_init() charges rss_stat's per-CPU counters to the forking task's
- * memcg (GFP_KERNEL_ACCOUNT), and so must every mode.  In the memcg
+ * mm_init() asks for rss_stat's per-CPU counters to be charged to the
+ * forking task's memcg (GFP_KERNEL_ACCOUNT), and the library's modes
+ * must charge theirs.  In the memcg
  * given (a cgroup v2 directory, which this process joins), I_CHILDREN
  * children each start a thread (the first CLONE_VM switches a lazy mm to
  * per-CPU counters) and wait.  memory.stat's percpu must grow by at
