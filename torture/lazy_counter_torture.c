@@ -378,6 +378,7 @@ enum lazy_bench_op {
  * @op: what the workers do
  * @nr: counters per init/destroy
  * @target: upgrade target of the phase
+ * @gfp: allocation flags of the lifetimes (GFP_KERNEL, or accounted)
  * @own: per worker, its own lazy counter
  * @own_pc: per worker, its own percpu_counter
  * @shared: the shared lazy counter
@@ -391,7 +392,7 @@ struct lazy_bench {
 	enum lazy_bench_op op;
 	unsigned int nr;
 	enum lazy_counter_target target;
-	gfp_t gfp;			/* of the lifetimes' allocations */
+	gfp_t gfp;
 	struct lazy_counter *own;
 	struct percpu_counter *own_pc;
 	struct lazy_counter shared;
