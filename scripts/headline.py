@@ -75,7 +75,7 @@ METRICS = [
                'tree_add', 'percpu_counter_add')),
     ('init+upgrade(flat)+destroy x4 / percpu_counter x4', '>=', 1.0,
      row_ratio('init+upgrade(flat)+destroy x4', 'percpu_counter init+destroy x4')),
-    ('  the same accounted (module: the kernel allocator)*', None, None,
+    ('  the same accounted (module: the kernel allocator)', None, None,
      row_ratio('init+upgrade(flat)+destroy x4, accounted',
                'percpu_counter init+destroy x4, accounted')),
     ('init+upgrade(tree)+destroy x4 / percpu_counter x4', '>=', 1.0,
