@@ -4,8 +4,11 @@
 #
 # Leak criterion: the kernel's count of live per-CPU allocations
 # (nr_cur_alloc in /sys/kernel/debug/percpu_stats, CONFIG_PERCPU_STATS)
-# must be the same after the cycles as after one warm-up cycle, and
-# kmemleak must find nothing.  Both counts are taken once they settle:
+# after the cycles may exceed its value after one warm-up cycle by at
+# most PN_CYCLES_SLACK (4), and kmemleak must find nothing.  The slack is
+# the kernel's own: the same point of two boots read 291 and 287, and a
+# run went 287 -> 291 (another 291 -> 288) with kmemleak clean, while a
+# leak of one allocation per load shows as 100.  Both counts are taken once they settle:
 # some frees complete asynchronously after rmmod (workqueue teardown and
 # RCU-deferred frees), so the count is polled for up to 30 s.  The Percpu: line of /proc/meminfo is
 # printed every 20 cycles but not asserted: it counts populated pages, and
@@ -37,11 +40,14 @@ while [ $i -lt "$n" ]; do
 	[ $((i % 20)) -eq 0 ] && echo "=== PN-CYCLES after $i cycles: Percpu: $(pn_percpu_kb) kB"
 done
 allocs1=$(pn_percpu_allocs_settled "$allocs0")
+echo "=== PN-CYCLES live per-CPU allocations may end at most ${PN_CYCLES_SLACK:-4} above the warm-up's"
 after=$(pn_percpu_kb)
 echo "=== PN-CYCLES $i cycles, $bad failures, Percpu: ${before} kB before, ${after} kB after; live per-CPU allocations: $allocs0 before, $allocs1 after"
 [ $i -eq "$n" ] && [ $bad -eq 0 ] && pn_result PASS load-unload-cycles ||
 	pn_result FAIL load-unload-cycles
-[ -n "$allocs1" ] && [ "$allocs1" -le "$allocs0" ] && pn_result PASS percpu-allocations-restored ||
+slack=${PN_CYCLES_SLACK:-4}
+[ -n "$allocs1" ] && [ "$allocs1" -le $((allocs0 + slack)) ] &&
+	pn_result PASS percpu-allocations-restored ||
 	pn_result FAIL percpu-allocations-restored
 pn_kmemleak_check
 exit 0
