@@ -2704,6 +2704,20 @@ VISIBLE_IF_KUNIT bool pn_alloc_debug_forced(void)
 EXPORT_SYMBOL_IF_KUNIT(pn_alloc_debug_forced);
 
 /**
+ * pn_alloc_charges_accounted() - which route does an accounted request take?
+ *
+ * Context: Any context.
+ * Return: true if __GFP_ACCOUNT requests are charged per object and served
+ * by the caches (built in, memcg on); false if they are direct objects,
+ * which the kernel's allocator charges (a module, or memcg off).
+ */
+VISIBLE_IF_KUNIT bool pn_alloc_charges_accounted(void)
+{
+	return pn_memcg_enabled();
+}
+EXPORT_SYMBOL_IF_KUNIT(pn_alloc_charges_accounted);
+
+/**
  * pn_cache_objs_per_chunk() - a cache's chunk geometry
  * @cache: the cache
  *

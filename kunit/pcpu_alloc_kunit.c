@@ -868,9 +868,52 @@ static void pn_test_atomic_reserve(struct kunit *test)
 }
 
 /*
- * memcg: an accounted request must be charged to its caller, so it never
- * comes out of a chunk (whose charge went to the chunk's creator).
+ * memcg: an accounted request must be charged to its caller.  A module
+ * cannot charge (obj_cgroup_charge() is not exported): the object must
+ * not come out of a chunk, whose charge went to the chunk's creator, but
+ * from the kernel's allocator.  Built in with memcg, the library charges
+ * the object itself and serves it from the chunks like any other
+ * (charging a non-root memcg is the rss lane's rss_check --memcg; a KUnit
+ * thread's is the root, which is not charged).
  */
+static void pn_test_accounted_charged(struct kunit *test)
+{
+	struct pn_ctor_state s = { .fail_at = -1 };
+	struct pn_cache_stats st0, st;
+	void __percpu *p, *q;
+	struct pn_cache *c;
+
+	q = pn_alloc_percpu_gfp(24, 8, GFP_KERNEL);
+	KUNIT_ASSERT_NE(test, pn_kaddr(q), 0UL);
+	pn_cache_get_stats(pn_cache_of(q), &st0);
+	p = pn_alloc_percpu_gfp(24, 8, GFP_KERNEL_ACCOUNT);
+	KUNIT_ASSERT_NE(test, pn_kaddr(p), 0UL);
+	KUNIT_EXPECT_PTR_EQ(test, pn_cache_of(p), pn_cache_of(q));
+	KUNIT_EXPECT_TRUE(test, pn_all_bytes(p, 24, 0));
+	pn_cache_get_stats(pn_cache_of(q), &st);
+	KUNIT_EXPECT_EQ(test, st.direct_allocs, st0.direct_allocs);
+	pn_free_percpu(p);
+	pn_free_percpu(q);
+
+	/* A constructor cache: a constructed chunk object, kept at free. */
+	c = pn_kunit_cache(test, "kunit-account", 32, 0, pn_ctor, pn_dtor, &s);
+	p = pn_cache_alloc(c, GFP_KERNEL_ACCOUNT);
+	KUNIT_ASSERT_NE(test, pn_kaddr(p), 0UL);
+	KUNIT_EXPECT_PTR_EQ(test, pn_cache_of(p), c);
+	KUNIT_EXPECT_TRUE(test, pn_constructed(p));
+	pn_cache_get_stats(c, &st);
+	KUNIT_EXPECT_GE(test, st.chunks, 1ULL);
+	KUNIT_EXPECT_EQ(test, st.direct_live, 0ULL);
+	KUNIT_EXPECT_EQ(test, atomic_read(&s.ctor), (int)pn_cache_objs_per_chunk(c));
+	pn_cache_free(c, p);
+	pn_cache_flush_work(c);
+	KUNIT_EXPECT_EQ(test, atomic_read(&s.dtor), 0);
+	pn_cache_get_stats(c, &st);
+	PN_EXPECT_IN_USE(test, &st, 0);
+	KUNIT_EXPECT_EQ(test, pn_cache_destroy(c), 0UL);
+	KUNIT_EXPECT_EQ(test, atomic_read(&s.dtor), atomic_read(&s.ctor));
+}
+
 static void pn_test_accounted(struct kunit *test)
 {
 	struct pn_ctor_state s = { .fail_at = -1 };
@@ -878,6 +921,10 @@ static void pn_test_accounted(struct kunit *test)
 	void __percpu *p, *q;
 	struct pn_cache *c;
 
+	if (pn_alloc_charges_accounted()) {
+		pn_test_accounted_charged(test);
+		return;
+	}
 	/* A warm class: an unaccounted object first, so a chunk exists. */
 	q = pn_alloc_percpu_gfp(24, 8, GFP_KERNEL);
 	KUNIT_ASSERT_NE(test, pn_kaddr(q), 0UL);
@@ -952,9 +999,16 @@ static void pn_test_accounted_dtor_context(struct kunit *test)
 	pn_cache_free(c, p);
 	spin_unlock(&lock);
 	pn_cache_flush_work(c);
-	KUNIT_EXPECT_EQ(test, atomic_read(&pn_dtor_ctx.runs), 1);
+	if (pn_alloc_charges_accounted()) {
+		/* A charged chunk object: destructed when the cache goes. */
+		KUNIT_EXPECT_EQ(test, atomic_read(&pn_dtor_ctx.runs), 0);
+		KUNIT_EXPECT_EQ(test, pn_cache_destroy(c), 0UL);
+		KUNIT_EXPECT_GE(test, atomic_read(&pn_dtor_ctx.runs), 1);
+	} else {
+		KUNIT_EXPECT_EQ(test, atomic_read(&pn_dtor_ctx.runs), 1);
+		KUNIT_EXPECT_EQ(test, pn_cache_destroy(c), 0UL);
+	}
 	KUNIT_EXPECT_EQ(test, atomic_read(&pn_dtor_ctx.atomic), 0);
-	KUNIT_EXPECT_EQ(test, pn_cache_destroy(c), 0UL);
 }
 
 /*
@@ -973,6 +1027,8 @@ static void pn_test_direct_double_free(struct kunit *test)
 	struct pn_cache *c;
 	unsigned int pass;
 
+	if (pn_alloc_charges_accounted())
+		kunit_skip(test, "built in with memcg: accounted objects are not direct");
 	for (pass = 0; pass < 3; pass++) {
 		if (pass == 2)
 			c = pn_kunit_cache(test, "kunit-ddf-mags", 32, 0,
@@ -1014,6 +1070,8 @@ static void pn_test_direct_free_after_destroy(struct kunit *test)
 	struct pn_cache *c;
 	void __percpu *p;
 
+	if (pn_alloc_charges_accounted())
+		kunit_skip(test, "built in with memcg: accounted objects are not direct");
 	c = pn_kunit_cache(test, "kunit-late-free", 32, 0, pn_ctor, pn_dtor, &s);
 	p = pn_cache_alloc(c, GFP_KERNEL_ACCOUNT);
 	KUNIT_ASSERT_NE(test, pn_kaddr(p), 0UL);

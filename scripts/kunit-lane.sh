@@ -1,22 +1,42 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# kunit.py lane: overlay this repository into a scratch copy of the kernel
-# tree (Kconfig `source` + Makefile `obj-` line under drivers/misc, the way
-# WireGuard's compat tree did) and run
-#   tools/testing/kunit/kunit.py run --arch=x86_64 \
-#       --kunitconfig=<repo>/kunit/.kunitconfig --qemu_args='-smp 4'
-# The scratch tree and the build directory are cached under $CACHE, keyed
-# by source version and .kunitconfig, so a rerun only rebuilds the module.
-# Output: kunit.py's own, saved to .out/kunit-py.log.
+# kunit.py lane: the library's KUnit suites built into a kernel without
+# the harness, run and parsed by the kernel's own tools/testing/kunit/.
 #
-#   kunit-lane.sh --build   only build the kernel (kunit.py build), for
-#                           make check's background builder
+#   kunit-lane.sh           make check's lane: `kunit.py exec
+#                           --arch=x86_64 --qemu_args='-smp 4'` on the rss
+#                           debug kernel (scripts/rss-kernel.sh debug: the
+#                           library built in under mm/ by the series, the
+#                           suites copied in beside it, KASAN, lockdep,
+#                           kmemleak), so make check builds no kernel of
+#                           its own for kunit.py
+#   kunit-lane.sh --build   only build that kernel (make check's builder)
+#   kunit-lane.sh --standalone
+#                           what a developer does in a plain tree: overlay
+#                           this repository under drivers/misc (Kconfig
+#                           `source` + Makefile `obj-` line, the way
+#                           WireGuard's compat tree did) in a scratch copy
+#                           of linux-source-7.2 and `kunit.py run
+#                           --kunitconfig=<repo>/kunit/.kunitconfig`;
+#                           its own kernel, cached under $CACHE keyed by
+#                           source version and .kunitconfig (not part of
+#                           make check)
+# Output: kunit.py's own, saved to .out/kunit-py.log.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-build_only=0
-[ "${1:-}" = --build ] && build_only=1
+mode=${1:-}
+if [ "$mode" != --standalone ]; then
+	img=$(bash "$REPO/scripts/rss-kernel.sh" debug) || die "rss debug kernel build"
+	[ "$mode" != --build ] || exit 0
+	bdir=${img%/arch/x86/boot/bzImage}
+	cd "$(ksrc)"
+	set +e
+	python3 tools/testing/kunit/kunit.py exec --arch=x86_64 --build_dir="$bdir" \
+		--qemu_args='-smp 4 -m 2048' --timeout=900 2>&1 | tee "$OUT/kunit-py.log"
+	exit "${PIPESTATUS[0]}"
+fi
 src=$(ksrc)
 key="$(ksrc_version)-$(key_of "$REPO/kunit/.kunitconfig")"
 tree=$CACHE/kunit-tree/$(ksrc_version)
@@ -47,10 +67,6 @@ rsync -a --delete --exclude=selftests/ --exclude=.out/ --exclude=.git/ \
 mkdir -p "$bdir"
 
 cd "$tree"
-if [ "$build_only" = 1 ]; then
-	exec python3 tools/testing/kunit/kunit.py build --arch=x86_64 \
-		--kunitconfig="$REPO/kunit/.kunitconfig" --build_dir="$bdir" --jobs="$JOBS"
-fi
 set +e
 python3 tools/testing/kunit/kunit.py run --arch=x86_64 \
 	--kunitconfig="$REPO/kunit/.kunitconfig" --qemu_args='-smp 4' \

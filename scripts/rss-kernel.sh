@@ -92,6 +92,42 @@ patched | debug | nohotplug)
 		echo "$pkey" >"$tree/.patches-key"
 	fi
 	bkey=$(key_of "${frags[@]}" "${patches[@]}")
+	# The library's KUnit suites, for the debug kernel: copied (not
+	# patched: they are this repository's tests, not the series') into
+	# drivers/misc/pcpu_next_kunit/, built in when CONFIG_KUNIT is set.
+	# `kunit.py exec` runs them on that kernel (scripts/kunit-lane.sh).
+	# The harness's suite (control_kunit.c) stays out: no harness here.
+	kdir=$tree/drivers/misc/pcpu_next_kunit
+	suites=$(cd "$REPO/kunit" && ls ./*_kunit.c | sed 's|^\./||' | grep -vx control_kunit.c)
+	mkdir -p "$kdir"
+	for f in $suites; do
+		sed 's|<pcpu_next/|<linux/pcpu_next/|' "$REPO/kunit/$f" >"$kdir/$f.new"
+		if cmp -s "$kdir/$f.new" "$kdir/$f"; then
+			rm "$kdir/$f.new"
+		else
+			mv "$kdir/$f.new" "$kdir/$f"
+		fi
+	done
+	{
+		echo "# SPDX-License-Identifier: GPL-2.0"
+		echo "# Copied by pcpu_next's scripts/rss-kernel.sh: the library's KUnit suites."
+		echo "ccflags-y += -I\$(srctree)/mm/pcpu_next"
+		for f in $suites; do
+			echo "obj-\$(CONFIG_KUNIT) += ${f%.c}.o"
+		done
+	} >"$kdir/Makefile.new"
+	if cmp -s "$kdir/Makefile.new" "$kdir/Makefile"; then
+		rm "$kdir/Makefile.new"
+	else
+		mv "$kdir/Makefile.new" "$kdir/Makefile"
+	fi
+	if ! grep -q pcpu_next_kunit "$tree/drivers/misc/Makefile"; then
+		cp "$tree/drivers/misc/Makefile" "$tree/drivers/misc/Makefile.new"
+		echo 'obj-$(CONFIG_PCPU_NEXT) += pcpu_next_kunit/' >>"$tree/drivers/misc/Makefile.new"
+		mv "$tree/drivers/misc/Makefile.new" "$tree/drivers/misc/Makefile"
+	fi
+	# shellcheck disable=SC2086 # file names, no spaces in them
+	[ "$kind" != debug ] || bkey=$(key_of "${frags[@]}" "${patches[@]}" $(printf "$REPO/kunit/%s " $suites))
 	;;
 control)
 	frags=("$REPO/rss/rss.config")

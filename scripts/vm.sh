@@ -31,6 +31,13 @@
 #                           Linux counts QEMU's disabled MADT entries only
 #                           under a detected hypervisor, and TCG is not one;
 #                           SeaBIOS drops MP tables above ~18 CPUs.)
+#     --icount              QEMU's instruction-counted clock (-icount
+#                           shift=0,sleep=off,align=off): guest time counts
+#                           instructions, one nanosecond each, so a
+#                           benchmark's time is its path length; repeatable
+#                           under host load, blind to cache misses and to
+#                           the real cost of atomics and contention.  One
+#                           host thread runs every vCPU in turn.
 #     --timeout S           kill QEMU after S seconds (default 900)
 #     --log FILE            console log (default .out/vm-<kernel>.log)
 #     --src DIR             module source tree (default: this repository)
@@ -44,7 +51,7 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-kind=stock smp=4 possible="" timeout=900 log="" src="$REPO" extra="" rssprogs=""
+kind=stock smp=4 possible="" timeout=900 log="" src="$REPO" extra="" rssprogs="" accel=(-accel tcg)
 while [ $# -gt 1 ]; do
 	case "$1" in
 	--kernel) kind=$2; shift 2 ;;
@@ -55,6 +62,7 @@ while [ $# -gt 1 ]; do
 	--append) extra=$2; shift 2 ;;
 	--src) src=$(cd "$2" && pwd); shift 2 ;;
 	--rss-progs) rssprogs=$2; shift 2 ;;
+	--icount) accel=(-accel tcg -icount shift=0,sleep=off,align=off); shift ;;
 	*) die "vm.sh: unknown option $1" ;;
 	esac
 done
@@ -184,7 +192,7 @@ append="$append tsc=unstable"
 # boot again, at most twice more, keeping the failed log.
 for attempt in 1 2 3; do
 	set +e
-	timeout --foreground -k 10 "$timeout" qemu-system-x86_64 -accel tcg -machine pc \
+	timeout --foreground -k 10 "$timeout" qemu-system-x86_64 "${accel[@]}" -machine pc \
 		-cpu max -m 3G -smp "$smparg" -kernel "$bzimage" -initrd "$work/initrd.gz" \
 		-append "$append" -display none -serial stdio -monitor none -no-reboot \
 		</dev/null >"$log" 2>&1
