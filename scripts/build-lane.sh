@@ -102,6 +102,14 @@ else
 	tap not-ok "log check: debugfs race filter (6.12 and 7.x formats)"
 fi
 
+# The rss_stat table maker on its fake logs (ratios, path lengths,
+# spreads, bad lines).
+if sh "$REPO/rss/progs/testdata/check_table.sh" >"$work/check_table.log" 2>&1; then
+	tap ok "rss_table.py: $(tail -n 1 "$work/check_table.log")"
+else
+	tap not-ok "rss_table.py self-check (see $work/check_table.log)"
+fi
+
 # Layout: the arrows go one way.  The library is core.c, the four
 # component files, include/pcpu_next/ (public) and internal/ (private).
 lib_c="core.c pcpu_alloc.c lazy_counter.c counter_tree.c mmcid_pcpu.c"

@@ -9,24 +9,31 @@
 #                           (scripts/rss-libpatch.sh writes it from this
 #                           repository and must find it up to date), so
 #                           nothing is overlaid and no -I leads out of the
-#                           tree; config rss/rss.config + rss/rss-alt.config
-#   rss-kernel.sh debug     the patched tree with rss/debug.config added
+#                           tree; config: Debian's own 7.2 config without
+#                           modules, rss/bench.config, rss/rss-alt.config
+#   rss-kernel.sh debug     the patched tree, config allnoconfig +
+#                           rss/rss.config + rss/rss-alt.config +
+#                           rss/debug.config
 #                           (KASAN, lockdep, PROVE_RAW_LOCK_NESTING,
 #                           DEBUG_ATOMIC_SLEEP, DEBUG_VM, kmemleak): the
 #                           correctness lane of `make check`
-#   rss-kernel.sh control   the unpatched source, config rss/rss.config:
-#                           the control for rss_stat=mainline
+#   rss-kernel.sh control   the source without the series, config as
+#                           patched without rss-alt.config: the control
+#                           for rss_stat=mainline
 #   rss-kernel.sh nohotplug the patched tree for arm64 without
 #                           CONFIG_HOTPLUG_CPU (rss/nohotplug.config,
 #                           cross gcc): compiles the files the series
 #                           touches, no image; prints the build directory
 #
-# Prints the path of the bzImage.  The patched tree is a hard-linked copy
-# of the pristine source under $CACHE/rss-tree/; the files the patches
-# touch are copied (links broken) before `patch` runs, and re-made from
-# the pristine source only when the patch set changes, so an unchanged
-# series does not rebuild the kernel and a library change rebuilds only
-# mm/pcpu_next and what links it.
+# Every kind also carries the bench-only changes of rss/bench/ (not part
+# of the series; acpi_hotplug_slots: QEMU's CPU hotplug slots count as
+# possible CPUs under TCG), so the control and the modes differ by the
+# series alone.
+#
+# Prints the path of the bzImage.  The trees are hard-linked copies of
+# the pristine source ($CACHE/rss-tree/, $CACHE/rss-control-tree/), see
+# patch_tree(): an unchanged series does not rebuild the kernel and a
+# library change rebuilds only mm/pcpu_next and what links it.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -34,63 +41,86 @@ kind=${1:?usage: rss-kernel.sh patched|debug|control|nohotplug}
 src=$(ksrc)
 ver=$(ksrc_version)
 rss_series
-# One rss kernel build at a time: the patched and debug builds share the
-# patched tree, and make check's background builder may overlap a lane.
+# Locks: one patch_tree() at a time per tree (the patched, debug and
+# nohotplug builds share the patched tree; the control has its own),
+# then one build at a time per build directory.  So the debug kernel of
+# make check boots while a benchmark kernel builds from the same tree.
 mkdir -p "$CACHE/rss-build"
-exec 9>"$CACHE/rss-build/.lock"
+case $kind in
+control) exec 9>"$CACHE/rss-build/.lock-control" ;;
+*) exec 9>"$CACHE/rss-build/.lock" ;;
+esac
 flock 9
+
+# patch_tree TREE PATCH...: TREE becomes a hard-linked copy of the
+# pristine source with PATCH... applied.  The files the patches touch are
+# copied (links broken) before `patch` runs, and re-made from the pristine
+# source only when the patch set changes; a file whose result did not
+# change keeps its time, so make rebuilds only what a patch changed.
+patch_tree()
+{
+	local tree=$1 pkey keep f p
+	shift
+	pkey=$(key_of "$@")
+	[ "$(cat "$tree/.patches-key" 2>/dev/null)" != "$pkey" ] || return 0
+	if [ ! -e "$tree/.linked" ]; then
+		rm -rf "$tree"
+		mkdir -p "$(dirname "$tree")"
+		cp -al "$src" "$tree"
+		touch "$tree/.linked"
+	fi
+	# Keep the previous series' results, to give the files it
+	# leaves unchanged back their times (no needless rebuild).
+	keep=$(mktemp -d)
+	while read -r f; do
+		[ -e "$tree/$f" ] || continue
+		mkdir -p "$keep/$(dirname "$f")"
+		cp -p "$tree/$f" "$keep/$f"
+	done < <(cat "$tree/.patched-files" 2>/dev/null || true)
+	# Undo the previous series: pristine copies (links broken
+	# for good, patch edits in place) or removal of new files.
+	while read -r f; do
+		[ -n "$f" ] || continue
+		rm -f "$tree/$f"
+		if [ -e "$src/$f" ]; then
+			cp "$src/$f" "$tree/$f"
+		fi
+	done < <(cat "$tree/.patched-files" 2>/dev/null || true)
+	sed -n 's|^+++ b/||p' "$@" | sort -u >"$tree/.patched-files"
+	while read -r f; do
+		if [ -e "$tree/$f" ]; then
+			cp "$tree/$f" "$tree/$f.new" && mv "$tree/$f.new" "$tree/$f"
+		fi
+	done <"$tree/.patched-files"
+	for p in "$@"; do
+		patch -d "$tree" -p1 -s --no-backup-if-mismatch <"$p" ||
+			die "$(basename "$p") does not apply to linux-source $ver"
+	done
+	while read -r f; do
+		if [ -e "$keep/$f" ] && cmp -s "$keep/$f" "$tree/$f"; then
+			touch -r "$keep/$f" "$tree/$f"
+		fi
+	done <"$tree/.patched-files"
+	rm -rf "$keep"
+	echo "$pkey" >"$tree/.patches-key"
+}
+
+# Bench-only kernel changes (rss/bench/), not part of the series: applied
+# to the patched and the control trees alike.
+bench=("$REPO"/rss/bench/[0-9][0-9][0-9][0-9]-*.patch)
+[ -e "${bench[0]}" ] || die "no patches in rss/bench"
 
 case $kind in
 patched | debug | nohotplug)
 	bash "$REPO/scripts/rss-libpatch.sh" --check >/dev/null ||
 		die "rss/patches/0001 is not this repository's library: run scripts/rss-libpatch.sh"
 	frags=("$REPO/rss/rss.config" "$REPO/rss/rss-alt.config")
+	[ "$kind" != patched ] || frags=("$REPO/rss/bench.config" "$REPO/rss/rss-alt.config")
 	[ "$kind" != debug ] || frags+=("$REPO/rss/debug.config")
 	[ "$kind" != nohotplug ] || frags=("$REPO/rss/nohotplug.config")
+	patches+=("${bench[@]}")
 	tree=$CACHE/rss-tree/$ver
-	pkey=$(key_of "${patches[@]}")
-	if [ "$(cat "$tree/.patches-key" 2>/dev/null)" != "$pkey" ]; then
-		if [ ! -e "$tree/.linked" ]; then
-			rm -rf "$tree"
-			mkdir -p "$(dirname "$tree")"
-			cp -al "$src" "$tree"
-			touch "$tree/.linked"
-		fi
-		# Keep the previous series' results, to give the files it
-		# leaves unchanged back their times (no needless rebuild).
-		keep=$(mktemp -d)
-		while read -r f; do
-			[ -e "$tree/$f" ] || continue
-			mkdir -p "$keep/$(dirname "$f")"
-			cp -p "$tree/$f" "$keep/$f"
-		done < <(cat "$tree/.patched-files" 2>/dev/null || true)
-		# Undo the previous series: pristine copies (links broken
-		# for good, patch edits in place) or removal of new files.
-		while read -r f; do
-			[ -n "$f" ] || continue
-			rm -f "$tree/$f"
-			if [ -e "$src/$f" ]; then
-				cp "$src/$f" "$tree/$f"
-			fi
-		done < <(cat "$tree/.patched-files" 2>/dev/null || true)
-		sed -n 's|^+++ b/||p' "${patches[@]}" | sort -u >"$tree/.patched-files"
-		while read -r f; do
-			if [ -e "$tree/$f" ]; then
-				cp "$tree/$f" "$tree/$f.new" && mv "$tree/$f.new" "$tree/$f"
-			fi
-		done <"$tree/.patched-files"
-		for p in "${patches[@]}"; do
-			patch -d "$tree" -p1 -s --no-backup-if-mismatch <"$p" ||
-				die "$(basename "$p") does not apply to linux-source $ver"
-		done
-		while read -r f; do
-			if [ -e "$keep/$f" ] && cmp -s "$keep/$f" "$tree/$f"; then
-				touch -r "$keep/$f" "$tree/$f"
-			fi
-		done <"$tree/.patched-files"
-		rm -rf "$keep"
-		echo "$pkey" >"$tree/.patches-key"
-	fi
+	patch_tree "$tree" "${patches[@]}"
 	bkey=$(key_of "${frags[@]}" "${patches[@]}")
 	# The library's KUnit suites, for the debug kernel: copied (not
 	# patched: they are this repository's tests, not the series') into
@@ -126,18 +156,31 @@ patched | debug | nohotplug)
 		echo 'obj-$(CONFIG_PCPU_NEXT) += pcpu_next_kunit/' >>"$tree/drivers/misc/Makefile.new"
 		mv "$tree/drivers/misc/Makefile.new" "$tree/drivers/misc/Makefile"
 	fi
-	# shellcheck disable=SC2086 # file names, no spaces in them
+	# shellcheck disable=SC2046,SC2086 # file names, no spaces in them
 	[ "$kind" != debug ] || bkey=$(key_of "${frags[@]}" "${patches[@]}" $(printf "$REPO/kunit/%s " $suites))
 	;;
 control)
-	frags=("$REPO/rss/rss.config")
-	tree=$src
-	bkey=$(key_of "${frags[@]}")
+	frags=("$REPO/rss/bench.config")
+	tree=$CACHE/rss-control-tree/$ver
+	patch_tree "$tree" "${bench[@]}"
+	bkey=$(key_of "${frags[@]}" "${bench[@]}")
 	;;
 *) die "rss-kernel.sh: unknown kind $kind" ;;
 esac
 
-bdir=$CACHE/rss-build/$kind-$ver-$(key_of "${frags[@]}")
+# The benchmark kernels start from Debian's own 7.2 config; the others
+# from allnoconfig.
+base=""
+case $kind in
+patched | control)
+	base=$CACHE/stock72-$(k72_abi)/config
+	[ -s "$base" ] || die "no config of Debian's 7.2 image: run scripts/deps.sh"
+	;;
+esac
+bdir=$CACHE/rss-build/$kind-$ver-$(key_of "${frags[@]}" $base)
+exec 8>"$bdir.lock"
+flock 8
+flock -u 9
 img=$bdir/arch/x86/boot/bzImage
 kmake=(make -C "$tree" O="$bdir")
 if [ "$kind" = nohotplug ]; then
@@ -152,7 +195,16 @@ mkdir -p "$bdir"
 log=$bdir/config.log
 if [ ! -e "$bdir/.configured" ]; then
 	{
-		"${kmake[@]}" allnoconfig
+		if [ -n "$base" ]; then
+			cp "$base" "$bdir/.config"
+			"$tree/scripts/config" --file "$bdir/.config" \
+				--set-str SYSTEM_TRUSTED_KEYS "" \
+				--set-str SYSTEM_REVOCATION_KEYS "" --set-str LOCALVERSION ""
+			"${kmake[@]}" olddefconfig
+			"${kmake[@]}" mod2noconfig
+		else
+			"${kmake[@]}" allnoconfig
+		fi
 		"$tree/scripts/kconfig/merge_config.sh" -m -O "$bdir" "$bdir/.config" "${frags[@]}"
 		"${kmake[@]}" olddefconfig
 	} >"$log" 2>&1 || { tail -n 40 "$log" >&2; die "rss kernel config failed"; }

@@ -4,13 +4,17 @@
 # make rss: mm->rss_stat on a real kernel, every mode of rss_stat=.
 #
 #   scripts/rss.sh            correctness in every mode, then the
-#                             benchmarks: each mode booted ROUNDS times
-#                             (default 2) in ABAB order from the same
-#                             patched image, plus the unpatched control
-#                             build, at two shapes (4 online of 4
-#                             possible CPUs, 4 online of 64); prints one
-#                             table per shape (scripts/rss_table.py),
-#                             also saved to .out/rss/table.md
+#                             benchmarks under QEMU's instruction-counted
+#                             clock: per shape (RSS_SHAPES, default 4
+#                             online of 4, 64 and 255 possible CPUs),
+#                             RSS_ROUNDS rounds (default 3) in ABAB
+#                             order of the control build, each mode of
+#                             the patched image, and mainline again (the
+#                             instrument's spread); RSS_SECS x 10^9
+#                             instructions per benchmark (default 1).
+#                             Prints one table per shape
+#                             (scripts/rss_table.py --path-length), also
+#                             saved to .out/rss/table.md
 #   scripts/rss.sh --short    correctness only, every mode, on the debug
 #                             build (rss/debug.config: KASAN, lockdep,
 #                             kmemleak), 8 online of 16 possible CPUs so
@@ -29,7 +33,8 @@
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
-short=0 runs="" rounds=${RSS_ROUNDS:-2} secs=${RSS_SECS:-2}
+short=0 runs="" rounds=${RSS_ROUNDS:-3} secs=${RSS_SECS:-1} vmflags=()
+shapes=${RSS_SHAPES:-"4of4 4of64 4of255"}
 while [ $# -gt 0 ]; do
 	case $1 in
 	--short) short=1; shift ;;
@@ -98,7 +103,7 @@ boot()	# name kernel smp possible cmdline
 	local name=$1 kernel=$2 smp=$3 possible=$4 cmd=$5 log r
 	log=$dir/$name.log
 	bash "$REPO/scripts/vm.sh" --kernel "$kernel" --smp "$smp" --possible "$possible" \
-		--append "$cmd" --log "$log" --rss-progs "$progs" --timeout 1200 \
+		--append "$cmd" --log "$log" --rss-progs "$progs" --timeout 1200 "${vmflags[@]}" \
 		"$REPO/scripts/guest/rss.sh"
 	r=$?
 	[ -z "$runs" ] || echo "rss-$name $r vm $log" >>"$runs"
@@ -116,24 +121,65 @@ done
 [ $short = 1 ] && exit $fail
 
 bash "$REPO/scripts/rss-kernel.sh" control >/dev/null || die "control kernel build"
+# The benchmarks: QEMU's instruction-counted clock (vm.sh --icount), so a
+# benchmark's guest time is its path length in instructions; 4 vCPUs and
+# the rest of the shape's possible CPUs as hotplug slots (vm.sh --slots).
+# Per round, every column once in the same order (ABAB over rounds):
+# the control, each mode, and mainline booted a second time, whose
+# spread against the first is the instrument's own.
+# The instrument, chosen once: QEMU's instruction-counted clock, $JOBS
+# boots side by side (instruction counts do not depend on what else the
+# host runs, each boot is one host thread); or, where /dev/kvm works,
+# KVM and the machine's own time, one boot at a time.
+if [ -w /dev/kvm ] && [ -z "${PN_NO_KVM:-}" ]; then
+	instrument=kvm vmflags=(--kvm --slots) jobs=1
+else
+	instrument=icount vmflags=(--icount --slots) jobs=$JOBS
+fi
 args=()
-for shape in 4of4 4of64; do
+pids=()
+launch()	# boot's arguments, in the background, at most $jobs at once
+{
+	boot "$@" &
+	pids+=($!)
+	if [ "${#pids[@]}" -ge "$jobs" ]; then
+		wait "${pids[0]}" || fail=1
+		pids=("${pids[@]:1}")
+	fi
+}
+for shape in $shapes; do
 	possible=${shape#4of}
 	for round in $(seq "$rounds"); do
-		echo "== rss_stat bench: $shape, round $round"
-		boot "bench-control-$shape-$round" rss-control 4 "$possible" \
+		echo "== rss_stat bench: $shape, round $round ($instrument)"
+		launch "bench-control-$shape-$round" rss-control 4 "$possible" \
 			"pn_rss=bench pn_rss_secs=$secs"
 		args+=("control:$shape:$round=$dir/bench-control-$shape-$round.log")
-		for m in $MODES; do
-			boot "bench-$m-$shape-$round" rss 4 "$possible" \
-				"rss_stat=$m pn_rss=bench pn_rss_secs=$secs"
+		for m in $MODES mainline-2nd; do
+			launch "bench-$m-$shape-$round" rss 4 "$possible" \
+				"rss_stat=${m%-2nd} pn_rss=bench pn_rss_secs=$secs"
 			args+=("$m:$shape:$round=$dir/bench-$m-$shape-$round.log")
 		done
 	done
 done
+for p in "${pids[@]}"; do
+	wait "$p" || fail=1
+done
+vmflags=()
 {
-	echo "rss_stat benchmarks, $(date -u +%Y-%m-%d), QEMU TCG on $(nproc) host cores," \
-		"$rounds boots per mode (ABAB), $secs s per benchmark"
-	python3 "$REPO/scripts/rss_table.py" --json "$dir/table.json" "${args[@]}"
+	if [ "$instrument" = kvm ]; then
+		echo "rss_stat benchmarks, $(date -u +%Y-%m-%d): KVM on $(nproc) host CPUs" \
+			"(wall clock), $rounds boots per column (ABAB), $secs s per benchmark"
+		table=()
+	else
+		echo "rss_stat benchmarks, $(date -u +%Y-%m-%d): QEMU TCG, -icount shift=0" \
+			"(guest time = instructions), $rounds boots per column (ABAB)," \
+			"$secs x 10^9 instructions per benchmark"
+		table=(--path-length)
+	fi
+	python3 "$REPO/scripts/rss_table.py" "${table[@]}" --json "$dir/table.json" "${args[@]}"
 } | tee "$dir/table.md"
+# Debian's python3-matplotlib (scripts/deps.sh), so Debian's python3
+# whatever python3 is first on PATH.
+/usr/bin/python3 "$REPO/scripts/rss_plot.py" "$dir/table.json" "$dir/fork-vs-possible.png" &&
+	echo "plot: $dir/fork-vs-possible.png"
 exit $fail

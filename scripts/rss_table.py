@@ -2,11 +2,11 @@
 # SPDX-License-Identifier: GPL-2.0
 """Tables of the rss_stat benchmarks: every mode against mainline.
 
-Usage: rss_table.py [--json FILE] MODE:SHAPE:RUN=LOGFILE...
+Usage: rss_table.py [--path-length] [--json FILE] MODE:SHAPE:RUN=LOGFILE...
 
 Each LOGFILE is a whole guest console log (scripts/vm.sh); the benchmarks
 in it printed lines "rss-bench NAME VALUE UNIT" (UNIT "ops/s": higher is
-better, "bytes": lower is better).  Lines may carry a console prefix
+better; "bytes", "pages" and "insns": lower is better).  Lines may carry a console prefix
 ("[   12.3] ") or carriage returns; a line that names one benchmark twice
 in one log counts as the median of its values.
 
@@ -21,6 +21,15 @@ mainline column is mainline's own spread around its median.  No data (or
 no mainline data) gives "n/a".  The last column is mainline's median
 value itself.
 
+--path-length: the logs come from QEMU's instruction-counted clock
+(-icount shift=0: one nanosecond of guest time per instruction), so an
+ops/s value v is a path length of 10^9 / v instructions per op.  Every
+cell is then a cost ratio to mainline, < 1.00 is better: path length,
+or bytes.  The last column is mainline's path length (insns/op) or
+bytes.  A column named "mainline-2nd" (the mainline image booted again)
+shows the instrument's own spread, and a line under each table gives
+its largest deviation from 1.00, median plus half-range.
+
 --json FILE writes every parsed number and every cell.
 Exit status: 0 if any benchmark line was found, 1 if none, 2 on bad usage.
 """
@@ -29,12 +38,15 @@ import re
 import sys
 
 REF = "mainline"
-UNITS = {"ops/s": True, "bytes": False}  # unit -> higher is better
+AGAIN = "mainline-2nd"
+PATH_LENGTH = False
+UNITS = {"ops/s": True, "bytes": False, "pages": False,
+         "insns": False}  # unit -> higher is better
 
 LINE_RE = re.compile(
     r"rss-bench\s+([A-Za-z0-9_.+-]+)\s+"
     r"([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s+"
-    r"(ops/s|bytes)(?=\s|$)")
+    r"(ops/s|bytes|pages|insns)(?=\s|$)")
 ARG_RE = re.compile(r"^([^:=]+):([^:=]+):([^:=]+)=(.+)$")
 
 
@@ -81,9 +93,12 @@ def parse_log(path):
 
 
 def ratio(value, ref, higher_better):
-    """Per-run ratio to the reference, > 1 better; None if undefined."""
+    """Per-run ratio to the reference, > 1 better (a cost ratio, < 1
+    better, with --path-length); None if undefined."""
     if value is None or ref is None:
         return None
+    if PATH_LENGTH:
+        higher_better = not higher_better
     if higher_better:
         return value / ref if ref > 0 else None
     return ref / value if value > 0 and ref > 0 else None
@@ -92,6 +107,10 @@ def ratio(value, ref, higher_better):
 def fmt_value(v, unit):
     if v is None:
         return "n/a"
+    if PATH_LENGTH and unit == "ops/s":
+        if v <= 0:
+            return "n/a"
+        return "%.0f insns/op" % (1e9 / v)
     if abs(v) >= 100:
         return "%.0f %s" % (v, unit)
     return "%.3g %s" % (v, unit)
@@ -151,8 +170,12 @@ def build(runs):
 def render(t):
     out = []
     runs = ", ".join("%s %d" % (m, t["runs"][m]) for m in t["modes"])
-    out.append("### %s: ratio to %s, > 1.00 is better (runs per mode: %s)"
-               % (t["shape"], REF, runs))
+    if PATH_LENGTH:
+        out.append("### %s: cost (path length, bytes) relative to %s, < 1.00 is"
+                   " better (runs per mode: %s)" % (t["shape"], REF, runs))
+    else:
+        out.append("### %s: ratio to %s, > 1.00 is better (runs per mode: %s)"
+                   % (t["shape"], REF, runs))
     out.append("")
     if REF not in t["modes"]:
         out.append("(no %s runs for this shape: every ratio is n/a)" % REF)
@@ -174,23 +197,120 @@ def render(t):
         out.append("| " + " | ".join(row) + " |")
     if not t["benches"]:
         out.append("| (no rss-bench lines) |" + " |" * (len(t["modes"]) + 1))
+    if AGAIN in t["modes"]:
+        worst = None
+        for b in t["benches"]:
+            c = t["cells"][b][AGAIN]
+            if c["median"] is None:
+                continue
+            d = abs(c["median"] - 1) + c["half_range"]
+            if worst is None or d > worst[0]:
+                worst = (d, b)
+        if worst:
+            out.append("")
+            out.append("instrument spread (%s against %s): at most %.1f %% (%s)"
+                       % (AGAIN, REF, 100 * worst[0], worst[1]))
+    if PATH_LENGTH:
+        m = model(t)
+        if m:
+            out.append(m)
     out.append("")
+    return "\n".join(out)
+
+
+def mva(n_max, demands, think):
+    """Exact mean-value analysis of a closed network: n_max customers, one
+    queueing center per demand (a lock held that long per op), and a
+    delay center of the rest (think).  Returns [X(1)..X(n_max)], ops per
+    unit of time."""
+    q = [0.0] * len(demands)
+    xs = []
+    for n in range(1, n_max + 1):
+        r = [d * (1 + qi) for d, qi in zip(demands, q)]
+        x = n / (sum(r) + think)
+        q = [x * ri for ri in r]
+        xs.append(x)
+    return xs
+
+
+MODEL_N = (4, 24, 64, 192, 256, 1024)
+
+
+def model(t):
+    """The contention model of one shape, from the medians of its cells.
+    Per child of fork+exit and of fork+exec: the path length T (10^9 /
+    ops/s of fork_*_1) and the hold times of pcpu_alloc_mutex and of
+    free_percpu()'s pcpu_lock (hold_*; the alloc side's pcpu_lock lies
+    inside the mutex section).  N forkers on N CPUs, each lock a
+    queueing center, the rest of T a delay: N_sat = T / the longer hold,
+    and X(N) by mean-value analysis, as a ratio to mainline's X(N), for
+    N up to the shape's possible CPUs.  Not seen: the series' own locks
+    (pn_cache depot locks of the cache mode), pcpu_balance_workfn(),
+    cache-line transfer of the locks, spinning, memory bandwidth."""
+    out = []
+    possible = None
+    m = re.match(r"^\d+of(\d+)$", t["shape"])
+    if m:
+        possible = int(m.group(1))
+    ns = [n for n in MODEL_N if possible is None or n <= possible]
+    if possible is not None and possible not in ns:
+        ns.append(possible)
+
+    def med(mode, bench):
+        if bench not in t["cells"] or mode not in t["cells"][bench]:
+            return None
+        return median(t["cells"][bench][mode]["values"])
+
+    for op in ("exit", "exec"):
+        rows, xref = [], None
+        for mode in t["modes"]:
+            rate = med(mode, "fork_%s_1" % op)
+            hm = med(mode, "hold_mutex_fork_%s" % op)
+            hl = med(mode, "hold_free_lock_fork_%s" % op)
+            if not rate or hm is None or hl is None:
+                continue
+            total = 1e9 / rate
+            demands = [max(hm, 0.0), max(hl, 0.0)]
+            xs = mva(max(ns), demands, max(total - sum(demands), 0.0))
+            if mode == REF:
+                xref = xs
+            rows.append((mode, total, hm, hl, xs))
+        if not rows or xref is None:
+            continue
+        out.append("")
+        out.append("model, fork+%s on N CPUs: pcpu_alloc_mutex and free_percpu()'s"
+                   " pcpu_lock as queues; X(N) relative to %s" % (op, REF))
+        out.append("")
+        out.append("| mode | T insns | mutex insns | free lock insns | N_sat | "
+                   + " | ".join("N=%d" % n for n in ns) + " |")
+        out.append("|---|---:|---:|---:|---:|" + "---:|" * len(ns))
+        for mode, total, hm, hl, xs in rows:
+            hmax = max(hm, hl)
+            nsat = "%.0f" % (total / hmax) if hmax > 0 else "none"
+            out.append("| %s | %.0f | %.0f | %.0f | %s | " % (mode, total, hm, hl, nsat)
+                       + " | ".join("%.2f" % (xs[n - 1] / xref[n - 1]) for n in ns)
+                       + " |")
     return "\n".join(out)
 
 
 def usage(msg=None):
     if msg:
         warn(msg)
-    print("usage: rss_table.py [--json FILE] MODE:SHAPE:RUN=LOGFILE...",
+    print("usage: rss_table.py [--path-length] [--json FILE] MODE:SHAPE:RUN=LOGFILE...",
           file=sys.stderr)
     sys.exit(2)
 
 
 def main(argv):
+    global PATH_LENGTH
     json_path, specs = None, []
     i = 0
     while i < len(argv):
         a = argv[i]
+        if a == "--path-length":
+            PATH_LENGTH = True
+            i += 1
+            continue
         if a == "--json":
             if i + 1 >= len(argv):
                 usage("--json needs a file")
@@ -226,7 +346,8 @@ def main(argv):
 
     if json_path:
         with open(json_path, "w") as f:
-            json.dump({"reference": REF, "runs": runs, "tables": tables},
+            json.dump({"reference": REF, "path_length": PATH_LENGTH,
+                       "runs": runs, "tables": tables},
                       f, indent=1, sort_keys=True)
             f.write("\n")
     if not any(r["values"] for r in runs):

@@ -38,6 +38,15 @@
 #                           under host load, blind to cache misses and to
 #                           the real cost of atomics and contention.  One
 #                           host thread runs every vCPU in turn.
+#     --kvm                 KVM, -cpu host: the machine's own time (make
+#                           rss where /dev/kvm works)
+#     --slots               with --possible: QEMU gets <smp> vCPUs and
+#                           <possible> - <smp> CPU hotplug slots
+#                           (-smp <smp>,maxcpus=<possible>), and the
+#                           kernel acpi_hotplug_slots (rss/bench/: counts
+#                           the slots as possible CPUs under TCG).  Boots
+#                           as fast as <smp> CPUs; rss kernels only; at
+#                           most 255 possible (QEMU 7.2's pc machine)
 #     --timeout S           kill QEMU after S seconds (default 900)
 #     --log FILE            console log (default .out/vm-<kernel>.log)
 #     --src DIR             module source tree (default: this repository)
@@ -51,7 +60,7 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-kind=stock smp=4 possible="" timeout=900 log="" src="$REPO" extra="" rssprogs="" accel=(-accel tcg)
+kind=stock smp=4 possible="" timeout=900 log="" src="$REPO" extra="" rssprogs="" accel=(-accel tcg) slots=0
 while [ $# -gt 1 ]; do
 	case "$1" in
 	--kernel) kind=$2; shift 2 ;;
@@ -62,7 +71,17 @@ while [ $# -gt 1 ]; do
 	--append) extra=$2; shift 2 ;;
 	--src) src=$(cd "$2" && pwd); shift 2 ;;
 	--rss-progs) rssprogs=$2; shift 2 ;;
-	--icount) accel=(-accel tcg -icount shift=0,sleep=off,align=off); shift ;;
+	--icount)
+		# shellcheck disable=SC2054 # one QEMU argument with commas
+		accel=(-accel tcg -icount shift=0,sleep=off,align=off)
+		shift
+		;;
+	--kvm)
+		[ -w /dev/kvm ] || die "vm.sh: --kvm: /dev/kvm is not usable"
+		accel=(-accel kvm -cpu host)
+		shift
+		;;
+	--slots) slots=1; shift ;;
 	*) die "vm.sh: unknown option $1" ;;
 	esac
 done
@@ -102,6 +121,14 @@ esac
 [ -d "$kdir" ] && [ -s "$bzimage" ] || die "kernel $kind not available: run scripts/deps.sh"
 
 work=$OUT/vm-$kind
+case $kind in
+rss*)
+	# rss boots may run side by side (make rss under --icount): each
+	# its own initramfs, removed when it is done.
+	work=$OUT/vm-$kind-$(basename "$log" .log)
+	trap 'rm -rf "$work"' EXIT
+	;;
+esac
 # Fast-path statistics (CONFIG_PCPU_NEXT_STATS) on the test kernels, off on
 # Debian's stock kernels, where the bench lanes measure; PN_OPTS overrides.
 case "$kind" in
@@ -174,8 +201,14 @@ chmod +x "$root/init" "$root/guest.sh"
 append="console=ttyS0 loglevel=5 log_buf_len=8M panic=-1 oops=panic nokaslr"
 smparg="$smp"
 if [ -n "$possible" ] && [ "$possible" -gt "$smp" ]; then
-	smparg="$possible"
-	append="$append maxcpus=$smp"
+	if [ "$slots" = 1 ]; then
+		case $kind in rss*) ;; *) die "vm.sh: --slots needs an rss kernel (rss/bench/)" ;; esac
+		smparg="$smp,maxcpus=$possible"
+		append="$append acpi_hotplug_slots"
+	else
+		smparg="$possible"
+		append="$append maxcpus=$smp"
+	fi
 fi
 case $kind in stock* | rss | rss-control) ;; *) append="$append kmemleak=on" ;; esac
 append="$append $extra"
@@ -185,7 +218,13 @@ echo "vm.sh: $kind kernel, -smp $smparg, guest $(basename "$guest"), log $log" >
 # the kernel find out late flips the sched_clock static key while other
 # vCPUs execute it, and TCG's cross-modifying-code handling then trips on
 # the int3 of the text patch.  Deciding before SMP bring-up avoids that.
-append="$append tsc=unstable"
+# One host thread runs every vCPU under --icount: their TSCs agree.
+[ "${accel[*]}" != "-accel tcg" ] || append="$append tsc=unstable"
+cpu=(-cpu max)
+case "${accel[*]}" in
+*kvm*) cpu=() ;;
+esac
+echo "vm.sh: instrument: ${accel[*]}" >&2
 # A kernel that dies or reports a splat before the guest script starts
 # has not run any of our code (TCG flakes seen here: an int3 from text
 # patching, a KASAN wild access in an IRQ handler during CPU bring-up):
@@ -193,7 +232,7 @@ append="$append tsc=unstable"
 for attempt in 1 2 3; do
 	set +e
 	timeout --foreground -k 10 "$timeout" qemu-system-x86_64 "${accel[@]}" -machine pc \
-		-cpu max -m 3G -smp "$smparg" -kernel "$bzimage" -initrd "$work/initrd.gz" \
+		"${cpu[@]}" -m 3G -smp "$smparg" -kernel "$bzimage" -initrd "$work/initrd.gz" \
 		-append "$append" -display none -serial stdio -monitor none -no-reboot \
 		</dev/null >"$log" 2>&1
 	qrc=$?
@@ -208,6 +247,7 @@ for attempt in 1 2 3; do
 	echo "vm.sh: boot $attempt failed before the guest started (see $log.bootfail$attempt)" >&2
 done
 
+echo "=== PN-INSTRUMENT ${accel[*]}" >>"$log"
 rc=$(sed -n 's/^=== PN-GUEST-EXIT rc=\([0-9]*\).*/\1/p' "$log" | tail -n 1)
 if [ -z "$rc" ]; then
 	echo "vm.sh: guest did not finish (qemu rc=$qrc); last lines:" >&2

@@ -6,22 +6,28 @@
  * F forker processes each loop: fork(); the child either execve()s a
  * tiny static true (--mode exec: a second mm is built by exec, the
  * forked one torn down) or _exit(0)s at once (--mode exit); the forker
- * waitpid()s it.  The forkers start together on a flag in a shared page
+ * waitpid()s it.  --mode spawn: posix_spawn() of true instead of fork()
+ * (glibc: clone(CLONE_VM | CLONE_VFORK), the child borrows the parent's
+ * mm until its exec builds the only new one).  The forkers start together on a flag in a shared page
  * and stop on another after --seconds; the rate is all children reaped
  * over the time from the start flag until every forker is gone.  A child
  * that does not exit 0 (exec failed) makes the run fail.
  *
- * Result: rss-bench fork_exec_F|fork_exit_F CHILDREN_PER_SECOND ops/s
+ * Result: rss-bench fork_exec_F|fork_exit_F|spawn_exec_F CHILDREN_PER_SECOND ops/s
  *
- * Usage: bench_fork [--mode exec|exit] [--forkers F] [--true PATH] [--seconds S]
+ * Usage: bench_fork [--mode exec|exit|spawn] [--forkers F] [--true PATH] [--seconds S]
  */
 #define _GNU_SOURCE
 #include <getopt.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include "rss_bench.h"
 
 #define MAX_FORKERS 256
+
+enum { MODE_EXIT, MODE_EXEC, MODE_SPAWN };
+static const char *const mode_names[] = { "fork_exit", "fork_exec", "spawn_exec" };
 
 struct shared {
 	int go;
@@ -31,7 +37,7 @@ struct shared {
 	long bad[MAX_FORKERS];
 };
 
-static void forker(struct shared *sh, int id, int do_exec, const char *true_path)
+static void forker(struct shared *sh, int id, int mode, const char *true_path)
 {
 	char *const argv[] = { (char *)true_path, NULL };
 	char *const envp[] = { NULL };
@@ -43,15 +49,22 @@ static void forker(struct shared *sh, int id, int do_exec, const char *true_path
 	while (!__atomic_load_n(&sh->go, __ATOMIC_ACQUIRE))
 		sched_yield();
 	while (!__atomic_load_n(&sh->stop, __ATOMIC_RELAXED)) {
-		pid = fork();
-		if (pid < 0) {
-			bad++;
-			break;
-		}
-		if (!pid) {
-			if (do_exec)
-				execve(true_path, argv, envp);
-			_exit(do_exec ? 127 : 0);
+		if (mode == MODE_SPAWN) {
+			if (posix_spawn(&pid, true_path, NULL, NULL, argv, envp)) {
+				bad++;
+				break;
+			}
+		} else {
+			pid = fork();
+			if (pid < 0) {
+				bad++;
+				break;
+			}
+			if (!pid) {
+				if (mode == MODE_EXEC)
+					execve(true_path, argv, envp);
+				_exit(mode == MODE_EXEC ? 127 : 0);
+			}
 		}
 		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 			;
@@ -74,7 +87,7 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *true_path = "/bin/true";
-	int nforkers = 1, do_exec = 1, c, i, st, failed = 0;
+	int nforkers = 1, mode = MODE_EXEC, c, i, st, failed = 0;
 	long total = 0, bad = 0;
 	double secs = 2, t0, t1;
 	struct shared *sh;
@@ -85,9 +98,11 @@ int main(int argc, char **argv)
 		switch (c) {
 		case 'm':
 			if (!strcmp(optarg, "exec"))
-				do_exec = 1;
+				mode = MODE_EXEC;
 			else if (!strcmp(optarg, "exit"))
-				do_exec = 0;
+				mode = MODE_EXIT;
+			else if (!strcmp(optarg, "spawn"))
+				mode = MODE_SPAWN;
 			else
 				goto usage;
 			break;
@@ -106,7 +121,7 @@ int main(int argc, char **argv)
 	}
 	if (optind != argc)
 		goto usage;
-	if (do_exec && access(true_path, X_OK)) {
+	if (mode != MODE_EXIT && access(true_path, X_OK)) {
 		fprintf(stderr, "%s: %s: %s\n", argv[0], true_path, strerror(errno));
 		return 1;
 	}
@@ -125,7 +140,7 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		if (!pids[i])
-			forker(sh, i, do_exec, true_path);
+			forker(sh, i, mode, true_path);
 	}
 	while (__atomic_load_n(&sh->ready, __ATOMIC_SEQ_CST) < nforkers)
 		sleep_sec(0.001);
@@ -145,9 +160,10 @@ int main(int argc, char **argv)
 		bad += sh->bad[i];
 	}
 
-	snprintf(name, sizeof(name), "fork_%s_%d", do_exec ? "exec" : "exit", nforkers);
+	snprintf(name, sizeof(name), "%s_%d", mode_names[mode], nforkers);
 	printf("# %s: %ld children in %.3f s, %d forkers%s%s\n", name, total,
-	       t1 - t0, nforkers, do_exec ? ", exec " : "", do_exec ? true_path : "");
+	       t1 - t0, nforkers, mode != MODE_EXIT ? ", exec " : "",
+	       mode != MODE_EXIT ? true_path : "");
 	if (bad || failed) {
 		fprintf(stderr, "%s: %ld children failed (exec of %s?)\n",
 			argv[0], bad, true_path);
@@ -156,7 +172,7 @@ int main(int argc, char **argv)
 	print_result(name, total / (t1 - t0), "ops/s");
 	return 0;
 usage:
-	fprintf(stderr, "usage: %s [--mode exec|exit] [--forkers F] [--true PATH] [--seconds S]\n",
+	fprintf(stderr, "usage: %s [--mode exec|exit|spawn] [--forkers F] [--true PATH] [--seconds S]\n",
 		argv[0]);
 	return 2;
 }

@@ -155,6 +155,45 @@ check)
 	echo "# online CPUs after the hotplug step: $(cat /sys/devices/system/cpu/online)"
 	;;
 bench)
+	# The per-CPU allocator's lock holds per child of bench_fork --mode
+	# $1 (rss/bench/: debugfs percpu_hold, path length under icount),
+	# what the contention model of rss_table.py works from: the
+	# difference of a 0.1 and a 0.3 s run, so that the shell's own
+	# forks and bench_fork's start cancel out.
+	hold_run()	# mode seconds: "children and the six sums"
+	{
+		local f=/sys/kernel/debug/percpu_hold out n mns mn alns aln flns fln
+		echo 1 >$f
+		out=$(/rss/bench_fork --mode "$1" --forkers 1 --true /rss/true --seconds "$2") ||
+			return 1
+		read -r mns mn alns aln flns fln <$f
+		echo 0 >$f
+		n=$(echo "$out" | sed -n 's/^# [a-z_0-9]*: \([0-9]*\) children.*/\1/p')
+		[ -n "$fln" ] && [ -n "$n" ] || return 1
+		echo "$n $mns $mn $alns $aln $flns $fln"
+	}
+	bench_hold()	# mode
+	{
+		local a b
+		if [ ! -w /sys/kernel/debug/percpu_hold ]; then
+			echo "# no debugfs percpu_hold: no hold times"
+			return
+		fi
+		if ! a=$(hold_run "$1" 0.1) || ! b=$(hold_run "$1" 0.3); then
+			echo "# hold $1: a run failed"
+			return
+		fi
+		echo "$a $b" | awk -v m="$1" '{
+			dn = $8 - $1
+			if (dn <= 0)
+				exit 1
+			printf "rss-bench hold_mutex_fork_%s %.3f insns\n", m, ($9 - $2) / dn
+			printf "rss-bench hold_alloc_lock_fork_%s %.3f insns\n", m, ($11 - $4) / dn
+			printf "rss-bench hold_free_lock_fork_%s %.3f insns\n", m, ($13 - $6) / dn
+			fmt = "# hold %s: %d children apart; per child: pcpu_alloc_mutex %.2f, pcpu_lock %.2f + %.2f times\n"
+			printf fmt, m, dn, ($10 - $3) / dn, ($12 - $5) / dn, ($14 - $7) / dn
+		}' || echo "# hold $1: the runs did not differ in children"
+	}
 	echo "=== PN-RSS-BENCH-BEGIN mode=$mode cpus=$(nproc) possible=$(cat /sys/devices/system/cpu/possible)"
 	# Memory first: before the fork benchmarks leave free populated
 	# per-CPU pages and constructed objects behind (rss/progs/README).
@@ -163,10 +202,15 @@ bench)
 	/rss/bench_fork --mode exec --forkers 1 --true /rss/true --seconds "$secs"
 	/rss/bench_fork --mode exec --forkers 4 --true /rss/true --seconds "$secs"
 	/rss/bench_fork --mode exit --forkers 1 --seconds "$secs"
+	/rss/bench_fork --mode spawn --forkers 1 --true /rss/true --seconds "$secs"
+	bench_hold exit
+	bench_hold exec
 	/rss/bench_thread --seconds "$secs"
 	/rss/bench_fault --threads 1 --seconds "$secs"
 	/rss/bench_fault --threads 4 --seconds "$secs"
 	/rss/bench_status --seconds "$secs"
+	/rss/bench_oom --children 1000 --seconds "$secs"
+	/rss/bench_drift
 	echo "=== PN-RSS-BENCH-END"
 	;;
 *)

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 # Self-check of scripts/rss_table.py on the fake console logs beside this
 # script (prefixes, CRLF, a bench printed 3 times, a missing log, a bench
-# without mainline, a shape without mainline, a bad value line).
+# without mainline, a shape without mainline, a bad value line), then
+# the --path-length table of icount runs.
 # Prints the table; exits non-zero if it differs from expected.md.
 here=$(cd "$(dirname "$0")" && pwd)
 out=$(mktemp)
@@ -15,4 +16,13 @@ python3 ../../../scripts/rss_table.py --json "$out.json" \
 	lazy:4of64:1=lazy-4of64-1.log >"$out" 2>/dev/null || exit 1
 python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$out.json" || exit 1
 cat "$out"
-diff -u expected.md "$out" && echo "rss_table: 1 passed, 0 failed"
+diff -u expected.md "$out" || exit 1
+# --path-length (icount logs): cost ratios, insns/op, and the spread of
+# mainline booted again (here the other mainline log, so 5 %).
+python3 ../../../scripts/rss_table.py --path-length \
+	mainline:4of4:1=mainline-4of4-1.log lazy:4of4:1=lazy-4of4-1.log \
+	mainline-2nd:4of4:1=mainline-4of4-2.log mainline:4of4:2=mainline-4of4-2.log \
+	lazy:4of4:2=lazy-4of4-2.log mainline-2nd:4of4:2=mainline-4of4-1.log \
+	>"$out" 2>/dev/null || exit 1
+cat "$out"
+diff -u expected-path.md "$out" && echo "rss_table: 2 passed, 0 failed"
