@@ -37,6 +37,7 @@
 #include <getopt.h>
 #include <sched.h>
 #include "rss_bench.h"
+#include "rss_proc.h"
 
 #define MAX_ROUNDS	10000000
 #define MAX_PAGES	262144
@@ -45,45 +46,12 @@ static long page_size;
 static char status_buf[16384];
 static char stat_buf[4096];
 
-static ssize_t read_file(const char *path, char *buf, size_t size)
-{
-	ssize_t n, total = 0;
-	int fd;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	while ((size_t)total < size - 1) {
-		n = read(fd, buf + total, size - 1 - total);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		total += n;
-	}
-	close(fd);
-	buf[total] = '\0';
-	return total;
-}
-
 /* Field 24 of /proc/self/stat (rss, in pages); -1 on error. */
 static long stat_rss(void)
 {
-	char *p;
-	int field;
-
 	if (read_file("/proc/self/stat", stat_buf, sizeof(stat_buf)) <= 0)
 		return -1;
-	p = strrchr(stat_buf, ')');	/* comm may hold spaces */
-	if (!p)
-		return -1;
-	/* p + 1 starts field 3 (state) */
-	for (field = 2; field < 24; field++) {
-		p = strchr(p + 1, ' ');
-		if (!p)
-			return -1;
-	}
-	return strtol(p + 1, NULL, 10);
+	return stat_field_rss(stat_buf);
 }
 
 /* VmRSS of /proc/self/status in pages; -1 on error. */

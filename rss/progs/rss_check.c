@@ -71,6 +71,7 @@
 #include <sys/rseq.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
+#include "rss_proc.h"
 
 #ifndef MADV_POPULATE_READ
 #define MADV_POPULATE_READ	22
@@ -138,45 +139,12 @@ static long field_pages(const char *buf, const char *name)
 	return -1;
 }
 
-static ssize_t read_file(const char *path, char *buf, size_t size)
-{
-	ssize_t n, total = 0;
-	int fd;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	while ((size_t)total < size - 1) {
-		n = read(fd, buf + total, size - 1 - total);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		total += n;
-	}
-	close(fd);
-	buf[total] = '\0';
-	return total;
-}
-
 /* Field 24 of /proc/PID/stat (rss, in pages); -1 on error. */
 static long stat_rss(const char *path)
 {
-	char *p;
-	int field;
-
 	if (read_file(path, stat_buf, sizeof(stat_buf)) <= 0)
 		return -1;
-	p = strrchr(stat_buf, ')');	/* comm may hold spaces */
-	if (!p)
-		return -1;
-	/* p + 1 starts field 3 (state) */
-	for (field = 2; field < 24; field++) {
-		p = strchr(p + 1, ' ');
-		if (!p)
-			return -1;
-	}
-	return strtol(p + 1, NULL, 10);
+	return stat_field_rss(stat_buf);
 }
 
 static void die(const char *what);
