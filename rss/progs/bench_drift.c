@@ -113,7 +113,7 @@ static char *map_touch(long pages)
 		return NULL;
 	}
 	for (i = 0; i < pages; i++)
-		((volatile char *)p)[i * page_size] = 1;
+		__atomic_store_n(p + i * page_size, 1, __ATOMIC_RELAXED);
 	return p;
 }
 

@@ -8,14 +8,16 @@
  * forked one torn down) or _exit(0)s at once (--mode exit); the forker
  * waitpid()s it.  --mode spawn: posix_spawn() of true instead of fork()
  * (glibc: clone(CLONE_VM | CLONE_VFORK), the child borrows the parent's
- * mm until its exec builds the only new one).  The forkers start together on a flag in a shared page
- * and stop on another after --seconds; the rate is all children reaped
+ * mm until its exec builds the only new one).  The forkers start
+ * together on a flag in a shared page and stop on another after
+ * --seconds; the rate is all children reaped
  * over the time from the start flag until every forker is gone.  A child
  * that does not exit 0 (exec failed) makes the run fail.
  *
  * Result: rss-bench fork_exec_F|fork_exit_F|spawn_exec_F CHILDREN_PER_SECOND ops/s
  *
- * Usage: bench_fork [--mode exec|exit|spawn] [--forkers F] [--true PATH] [--seconds S]
+ * Usage: bench_fork [--mode exec|exit|spawn] [--forkers F] [--true PATH]
+ *                   [--seconds S]
  */
 #define _GNU_SOURCE
 #include <getopt.h>

@@ -63,7 +63,7 @@ static void child(int ready_fd, int go_fd, long pages)
 		c = 'e';
 	else
 		for (i = 0; i < pages; i++)
-			((volatile char *)p)[i * ps] = 1;
+			__atomic_store_n(p + i * ps, 1, __ATOMIC_RELAXED);
 	if (write(ready_fd, &c, 1) != 1)
 		_exit(3);
 	close(ready_fd);
