@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# make demo: boot Debian's stock kernel under QEMU (TCG), load pcpu_next,
+# make demo: boot Debian's stock kernel under QEMU (-icount, or KVM where
+# /dev/kvm works: lib.sh bench_instrument), load pcpu_next,
 # run every stress and every benchmark, print their results; first with
 # 4 online CPUs, then with 4 online out of 64 possible CPUs.  The module is
 # built with its fast-path statistics (CONFIG_PCPU_NEXT_STATS), so the
@@ -12,13 +13,14 @@ set -uo pipefail
 
 bash "$REPO/scripts/deps.sh" >/dev/null || die "dependencies"
 rc=0
+bench_instrument
 for shape in "4 4" "4 64"; do
 	set -- $shape
 	log=$OUT/demo-$1of$2.log
-	echo "== Debian $(stock_abi) kernel, QEMU TCG, $1 online / $2 possible CPUs"
-	echo "== (under an emulator only the ratio column means anything)"
+	echo "== Debian $(stock_abi) kernel, $1 online / $2 possible CPUs"
+	echo "== $(bench_title)"
 	PN_OPTS="CONFIG_PCPU_NEXT_TORTURE=y CONFIG_PCPU_NEXT_STATS=y" \
-	bash "$REPO/scripts/vm.sh" --kernel stock --smp "$1" --possible "$2" \
+	bash "$REPO/scripts/vm.sh" "${vmflags[@]}" --kernel stock --smp "$1" --possible "$2" \
 		--log "$log" "$REPO/scripts/guest/demo.sh" || rc=1
 	sed -n -e '/^=== PN-LIST-BEGIN/,/^=== PN-LIST-END/{/^=== /!p}' \
 		-e 's/^=== PN-STRESS //p' \

@@ -232,3 +232,28 @@ splats_show()
 {
 	kcsan_filter "$1" | debugfs_race_filter | grep -nE -A 12 "$SPLAT_RE" | head -n 60
 }
+
+# bench_instrument: set $instrument and $vmflags for a benchmark's boots.
+# Where /dev/kvm works (and PN_NO_KVM is empty): KVM, the machine's own
+# time.  Otherwise QEMU's instruction-counted clock: a guest nanosecond
+# is one instruction, so a figure is a path length, the same under any
+# host load.  Every table says which one made it.
+bench_instrument()
+{
+	if [ -w /dev/kvm ] && [ -z "${PN_NO_KVM:-}" ]; then
+		instrument=kvm vmflags=(--kvm)
+	else
+		instrument=icount vmflags=(--icount)
+	fi
+}
+
+# bench_title: one line naming the instrument, for a table's head.
+bench_title()
+{
+	if [ "$instrument" = kvm ]; then
+		echo "instrument: KVM on $(nproc) host CPUs, wall clock"
+	else
+		echo "instrument: QEMU TCG -icount shift=0 (guest ns = instructions: path lengths;" \
+			"threads share one host thread, so scaling is not measured)"
+	fi
+}

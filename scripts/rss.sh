@@ -21,6 +21,9 @@
 #                             that mm_cid reaches block 1 (the `make check`
 #                             lane; the full run checks on the lean build,
 #                             4 of 8, before it measures)
+#   scripts/rss.sh --bench-only
+#                             the benchmarks alone (a second run, to
+#                             check that the first repeats)
 #   --runs FILE               append "<lane> <rc> vm <log>" lines for
 #                             scripts/summary.py (make check)
 #
@@ -33,13 +36,14 @@
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
-short=0 runs="" rounds=${RSS_ROUNDS:-3} secs=${RSS_SECS:-1} vmflags=()
+short=0 benchonly=0 runs="" rounds=${RSS_ROUNDS:-3} secs=${RSS_SECS:-1} vmflags=()
 shapes=${RSS_SHAPES:-"4of4 4of64 4of255"}
 while [ $# -gt 0 ]; do
 	case $1 in
 	--short) short=1; shift ;;
 	--runs) runs=$2; shift 2 ;;
-	*) die "usage: rss.sh [--short] [--runs FILE]" ;;
+	--bench-only) benchonly=1; shift ;;
+	*) die "usage: rss.sh [--short | --bench-only] [--runs FILE]" ;;
 	esac
 done
 MODES=${RSS_MODES:-"mainline lazy lazy-tree tree mmcid cache"}
@@ -103,7 +107,7 @@ boot()	# name kernel smp possible cmdline
 	local name=$1 kernel=$2 smp=$3 possible=$4 cmd=$5 log r
 	log=$dir/$name.log
 	bash "$REPO/scripts/vm.sh" --kernel "$kernel" --smp "$smp" --possible "$possible" \
-		--append "$cmd" --log "$log" --rss-progs "$progs" --timeout 1200 "${vmflags[@]}" \
+		--append "$cmd" --log "$log" --rss-progs "$progs" --timeout "${RSS_TIMEOUT:-1200}" "${vmflags[@]}" \
 		"$REPO/scripts/guest/rss.sh"
 	r=$?
 	[ -z "$runs" ] || echo "rss-$name $r vm $log" >>"$runs"
@@ -111,8 +115,9 @@ boot()	# name kernel smp possible cmdline
 	return $r
 }
 
-echo "== rss_stat correctness: modes $MODES"
+[ $benchonly = 1 ] || echo "== rss_stat correctness: modes $MODES"
 for m in $MODES; do
+	[ $benchonly = 0 ] || break
 	boot "check-$m" "$ckernel" "$csmp" "$cpossible" "rss_stat=$m pn_rss=check kunit.enable=0"
 	echo "   $m: rc=$? $(grep -cE '^ok [0-9]' "$dir/check-$m.log") ok," \
 		"$(grep -cE '^not ok [0-9]' "$dir/check-$m.log") not ok," \
@@ -131,11 +136,9 @@ bash "$REPO/scripts/rss-kernel.sh" control >/dev/null || die "control kernel bui
 # boots side by side (instruction counts do not depend on what else the
 # host runs, each boot is one host thread); or, where /dev/kvm works,
 # KVM and the machine's own time, one boot at a time.
-if [ -w /dev/kvm ] && [ -z "${PN_NO_KVM:-}" ]; then
-	instrument=kvm vmflags=(--kvm --slots) jobs=1
-else
-	instrument=icount vmflags=(--icount --slots) jobs=$JOBS
-fi
+bench_instrument
+vmflags+=(--slots) jobs=$JOBS
+[ "$instrument" = icount ] || jobs=1
 args=()
 pids=()
 launch()	# boot's arguments, in the background, at most $jobs at once
