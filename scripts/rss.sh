@@ -6,7 +6,8 @@
 #   scripts/rss.sh            correctness in every mode, then the
 #                             benchmarks under QEMU's instruction-counted
 #                             clock: per shape (RSS_SHAPES, default 4
-#                             online of 4, 64 and 255 possible CPUs),
+#                             online of 4, 64, 256 and 1024 possible
+#                             CPUs),
 #                             RSS_ROUNDS rounds (default 3) in ABAB
 #                             order of the control build, each mode of
 #                             the patched image, and mainline again (the
@@ -37,7 +38,7 @@ set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
 short=0 benchonly=0 runs="" rounds=${RSS_ROUNDS:-3} secs=${RSS_SECS:-1} vmflags=()
-shapes=${RSS_SHAPES:-"4of4 4of64 4of255"}
+shapes=${RSS_SHAPES:-"4of4 4of64 4of256 4of1024"}
 while [ $# -gt 0 ]; do
 	case $1 in
 	--short) short=1; shift ;;
@@ -137,6 +138,9 @@ bash "$REPO/scripts/rss-kernel.sh" control >/dev/null || die "control kernel bui
 # host runs, each boot is one host thread); or, where /dev/kvm works,
 # KVM and the machine's own time, one boot at a time.
 bench_instrument
+# Every shape on one machine: q35 under QEMU >= 9, so 256 and more
+# possible CPUs boot (vm.sh --x2apic); KVM keeps the host's QEMU.
+[ "$instrument" = kvm ] || vmflags+=(--x2apic)
 vmflags+=(--slots) jobs=$JOBS
 [ "$instrument" = icount ] || jobs=1
 args=()
@@ -174,8 +178,9 @@ vmflags=()
 			"(wall clock), $rounds boots per column (ABAB), $secs s per benchmark"
 		table=()
 	else
-		echo "rss_stat benchmarks, $(date -u +%Y-%m-%d): QEMU TCG, -icount shift=0" \
-			"(guest time = instructions), $rounds boots per column (ABAB)," \
+		echo "rss_stat benchmarks, $(date -u +%Y-%m-%d):" \
+			"$(bash "$REPO/scripts/qemu-bpo.sh" | xargs -I{} {} --version | head -n 1), q35," \
+			"TCG -icount shift=0 (guest time = instructions), $rounds boots per column (ABAB)," \
 			"$secs x 10^9 instructions per benchmark"
 		table=(--path-length)
 	fi

@@ -46,7 +46,17 @@
 #                           kernel acpi_hotplug_slots (rss/bench/: counts
 #                           the slots as possible CPUs under TCG).  Boots
 #                           as fast as <smp> CPUs; rss kernels only; at
-#                           most 255 possible (QEMU 7.2's pc machine)
+#                           most 255 possible (QEMU 7.2's pc machine;
+#                           see --x2apic)
+#     --x2apic              QEMU 9 or later from bookworm-backports
+#                           (scripts/qemu-bpo.sh), q35: --slots reaches
+#                           4096 possible CPUs.  SeaBIOS hands over in
+#                           x2APIC mode and the MADT lists the slots past
+#                           254 as x2APIC entries, so Linux counts them.
+#                           Without interrupt remapping Linux then falls
+#                           back to xAPIC: slots past 254 stay possible,
+#                           never online.  No IOMMU: QEMU 10's intel-iommu
+#                           stops icount with "Bad icount read".
 #     --timeout S           kill QEMU after S seconds (default 900)
 #     --log FILE            console log (default .out/vm-<kernel>.log)
 #     --src DIR             module source tree (default: this repository)
@@ -61,6 +71,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 kind=stock smp=4 possible="" timeout=900 log="" src="$REPO" extra="" rssprogs="" accel=(-accel tcg) slots=0
+qemu=qemu-system-x86_64 machine=(-machine pc)
 while [ $# -gt 1 ]; do
 	case "$1" in
 	--kernel) kind=$2; shift 2 ;;
@@ -68,7 +79,7 @@ while [ $# -gt 1 ]; do
 	--possible) possible=$2; shift 2 ;;
 	--timeout) timeout=$2; shift 2 ;;
 	--log) log=$2; shift 2 ;;
-	--append) extra=$2; shift 2 ;;
+	--append) extra="$extra $2"; shift 2 ;;
 	--src) src=$(cd "$2" && pwd); shift 2 ;;
 	--rss-progs) rssprogs=$2; shift 2 ;;
 	--icount)
@@ -82,6 +93,14 @@ while [ $# -gt 1 ]; do
 		shift
 		;;
 	--slots) slots=1; shift ;;
+	--x2apic)
+		qemu=$(bash "$REPO/scripts/qemu-bpo.sh") || die "vm.sh: --x2apic: no QEMU >= 9"
+		share=${qemu%/bin/qemu-system-x86_64}/share
+		machine=(-machine q35 -L "$share/qemu" -L "$share/seabios")
+		# Its own device modules, not bookworm's QEMU 7.2 ones.
+		export QEMU_MODULE_DIR=${qemu%/bin/qemu-system-x86_64}/lib/x86_64-linux-gnu/qemu
+		shift
+		;;
 	*) die "vm.sh: unknown option $1" ;;
 	esac
 done
@@ -224,14 +243,14 @@ cpu=(-cpu max)
 case "${accel[*]}" in
 *kvm*) cpu=() ;;
 esac
-echo "vm.sh: instrument: ${accel[*]}" >&2
+echo "vm.sh: instrument: ${accel[*]} ($("$qemu" --version | head -n 1), ${machine[1]})" >&2
 # A kernel that dies or reports a splat before the guest script starts
 # has not run any of our code (TCG flakes seen here: an int3 from text
 # patching, a KASAN wild access in an IRQ handler during CPU bring-up):
 # boot again, at most twice more, keeping the failed log.
 for attempt in 1 2 3; do
 	set +e
-	timeout --foreground -k 10 "$timeout" qemu-system-x86_64 "${accel[@]}" -machine pc \
+	timeout --foreground -k 10 "$timeout" "$qemu" "${accel[@]}" "${machine[@]}" \
 		"${cpu[@]}" -m 3G -smp "$smparg" -kernel "$bzimage" -initrd "$work/initrd.gz" \
 		-append "$append" -display none -serial stdio -monitor none -no-reboot \
 		</dev/null >"$log" 2>&1
@@ -247,7 +266,7 @@ for attempt in 1 2 3; do
 	echo "vm.sh: boot $attempt failed before the guest started (see $log.bootfail$attempt)" >&2
 done
 
-echo "=== PN-INSTRUMENT ${accel[*]}" >>"$log"
+echo "=== PN-INSTRUMENT ${accel[*]} ($("$qemu" --version | head -n 1), ${machine[1]})" >>"$log"
 rc=$(sed -n 's/^=== PN-GUEST-EXIT rc=\([0-9]*\).*/\1/p' "$log" | tail -n 1)
 if [ -z "$rc" ]; then
 	echo "vm.sh: guest did not finish (qemu rc=$qrc); last lines:" >&2
