@@ -99,14 +99,13 @@ if [ -n "$kernels" ]; then
 	trap '[ -z "$builder" ] || kill -- -"$builder" 2>/dev/null' EXIT
 fi
 
-run_vm()	# lane kernel smp possible guest [kernel command line [vm.sh option]]
+run_vm()	# lane kernel smp possible guest [kernel command line [vm.sh options]]
 {
 	local lane=$1 kernel=$2 smp=$3 possible=$4 guest=$5 extra=${6:-} rc
 	local log=$OUT/$lane.log
-	local opt=()
-	[ -z "${7:-}" ] || opt=("$7")
+	local opt=("${@:7}")
 	rm -f "$log"
-	echo "== lane $lane: $kernel kernel, $smp online / $possible possible CPUs${7:+, $7}"
+	echo "== lane $lane: $kernel kernel, $smp online / $possible possible CPUs${7:+, ${*:7}}"
 	bash "$REPO/scripts/vm.sh" "${opt[@]}" --kernel "$kernel" --smp "$smp" --possible "$possible" \
 		--append "$extra" --log "$log" "$REPO/scripts/guest/$guest"
 	rc=$?
@@ -168,9 +167,9 @@ for lane in $lanes; do
 		# /dev/kvm works.
 		bench_instrument
 		echo "== bench $(bench_title)"
-		run_vm bench-4 stock 4 4 bench.sh "" "${vmflags[0]}"
+		run_vm bench-4 stock 4 4 bench.sh "" "${vmflags[@]}"
 		sed -n '/PN-BENCH-BEGIN/,/PN-BENCH-END/p' "$OUT/bench-4.log"
-		run_vm bench-4of64 stock 4 64 bench.sh "" "${vmflags[0]}"
+		run_vm bench-4of64 stock 4 64 bench.sh "" "${vmflags[@]}"
 		sed -n '/PN-BENCH-BEGIN/,/PN-BENCH-END/p' "$OUT/bench-4of64.log"
 		echo "== bench headline (scripts/headline.py)"
 		python3 "$REPO/scripts/headline.py" 4of4="$OUT/bench-4.log" \

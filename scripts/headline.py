@@ -144,8 +144,26 @@ def main(argv):
     print('  the CPU number through a test-only out-of-line path (no target; the')
     print('  real cid row, from selftests/mmcid_bench.c, is the one users take).')
     print('(x.xx): not judged there (the footprint targets are about 64 possible).')
-    print('(a benchmark, not a test: ratios from TCG, not timed asserts)')
+    instruments = sorted({instrument(path) for path in
+                          (a.partition('=')[2] for a in argv)})
+    print('instrument: ' + '; '.join(instruments))
+    if any('icount' in i for i in instruments):
+        print('(-icount: a ratio of path lengths; atomics, locks and cache misses')
+        print(' cost one instruction each there)')
+    print('(a benchmark, not a test: ratios, not timed asserts)')
     return 0
+
+
+def instrument(path):
+    """The === PN-INSTRUMENT line vm.sh appends to a VM log."""
+    try:
+        with open(path, errors='replace') as f:
+            for line in f:
+                if line.startswith('=== PN-INSTRUMENT '):
+                    return line[len('=== PN-INSTRUMENT '):].strip()
+    except OSError:
+        pass
+    return 'unknown'
 
 
 if __name__ == '__main__':

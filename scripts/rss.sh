@@ -47,6 +47,7 @@ while [ $# -gt 0 ]; do
 	*) die "usage: rss.sh [--short | --bench-only] [--runs FILE]" ;;
 	esac
 done
+[ $((short + benchonly)) -lt 2 ] || die "rss.sh: --short and --bench-only exclude each other"
 MODES=${RSS_MODES:-"mainline lazy lazy-tree tree mmcid cache"}
 fail=0
 
@@ -111,6 +112,14 @@ boot()	# name kernel smp possible cmdline
 		--append "$cmd" --log "$log" --rss-progs "$progs" --timeout "${RSS_TIMEOUT:-1200}" "${vmflags[@]}" \
 		"$REPO/scripts/guest/rss.sh"
 	r=$?
+	# A bench boot must have the shape it is filed under.
+	case $cmd in *pn_rss=bench*)
+		grep -q "^=== PN-RSS-BENCH-BEGIN .* possible=0-$((possible - 1))\$" "$log" || {
+			echo "rss.sh: $name: the guest's possible CPUs are not 0-$((possible - 1))" >&2
+			r=1
+		}
+		;;
+	esac
 	[ -z "$runs" ] || echo "rss-$name $r vm $log" >>"$runs"
 	[ $r -eq 0 ] || fail=1
 	return $r
@@ -138,10 +147,11 @@ bash "$REPO/scripts/rss-kernel.sh" control >/dev/null || die "control kernel bui
 # host runs, each boot is one host thread); or, where /dev/kvm works,
 # KVM and the machine's own time, one boot at a time.
 bench_instrument
-# Every shape on one machine: q35 under QEMU >= 9, so 256 and more
-# possible CPUs boot (vm.sh --x2apic); KVM keeps the host's QEMU.
-[ "$instrument" = kvm ] || vmflags+=(--x2apic)
-vmflags+=(--slots) jobs=$JOBS
+# Every shape on one machine, q35 under QEMU >= 9 from bookworm-backports
+# (vm.sh --x2apic), so 256 and more possible CPUs boot, KVM or not.
+# Fetched once here, before any boot.
+bash "$REPO/scripts/qemu-bpo.sh" >/dev/null || die "no QEMU >= 9 (scripts/qemu-bpo.sh)"
+vmflags+=(--x2apic --slots) jobs=$JOBS
 [ "$instrument" = icount ] || jobs=1
 args=()
 pids=()

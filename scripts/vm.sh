@@ -20,7 +20,8 @@
 #                           lockdep, kmemleak (rss/debug.config),
 #                           rss-control: the unpatched control
 #     --rss-progs DIR       rss kinds: static programs copied to /rss
-#     --append STR          extra kernel command line
+#     --append STR          extra kernel command line (may be repeated;
+#                           each adds to the line)
 #     --smp N               online vCPUs (default 4)
 #     --possible N          possible CPUs (default = online).  QEMU gets N
 #                           vCPUs and the kernel `maxcpus=<smp>`: it brings
@@ -57,6 +58,8 @@
 #                           back to xAPIC: slots past 254 stay possible,
 #                           never online.  No IOMMU: QEMU 10's intel-iommu
 #                           stops icount with "Bad icount read".
+#                           Its log starts with a harmless line: it looks
+#                           for bookworm's ui-opengl.so and refuses it.
 #     --timeout S           kill QEMU after S seconds (default 900)
 #     --log FILE            console log (default .out/vm-<kernel>.log)
 #     --src DIR             module source tree (default: this repository)

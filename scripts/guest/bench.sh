@@ -1,5 +1,5 @@
 # Bench lane: every test's benchmark, one after the other, in this VM's
-# CPU shape.  Under TCG only the ratios mean anything.
+# CPU shape, under the instrument check.sh picked (-icount or KVM).
 . /lib.sh
 pn_insmod || exit 1
 for t in $(pn_tests bench); do
