@@ -28,7 +28,8 @@ cell is then a cost ratio to mainline, < 1.00 is better: path length,
 or bytes.  The last column is mainline's path length (insns/op) or
 bytes.  A column named "mainline-2nd" (the mainline image booted again)
 shows the instrument's own spread, and a line under each table gives
-its largest deviation from 1.00, median plus half-range.
+its largest deviation from 1.00, median plus half-range: over the
+single-threaded path lengths (see solo()), then over every row.
 
 --json FILE writes every parsed number and every cell.
 Exit status: 0 if any benchmark line was found, 1 if none, 2 on bad usage.
@@ -198,24 +199,36 @@ def render(t):
     if not t["benches"]:
         out.append("| (no rss-bench lines) |" + " |" * (len(t["modes"]) + 1))
     if AGAIN in t["modes"]:
-        worst = None
+        worst = {}
         for b in t["benches"]:
             c = t["cells"][b][AGAIN]
             if c["median"] is None:
                 continue
             d = abs(c["median"] - 1) + c["half_range"]
-            if worst is None or d > worst[0]:
-                worst = (d, b)
+            for k in ("solo", "all") if solo(b) else ("all",):
+                if k not in worst or d > worst[k][0]:
+                    worst[k] = (d, b)
         if worst:
             out.append("")
-            out.append("instrument spread (%s against %s): at most %.1f %% (%s)"
-                       % (AGAIN, REF, 100 * worst[0], worst[1]))
+            parts = ["%s at most %.1f %% (%s)" % (what, 100 * worst[k][0], worst[k][1])
+                     for k, what in (("solo", "single-threaded path lengths"),
+                                     ("all", "every row")) if k in worst]
+            out.append("instrument spread (%s against %s): %s"
+                       % (AGAIN, REF, "; ".join(parts)))
     if PATH_LENGTH:
         m = model(t)
         if m:
             out.append(m)
     out.append("")
     return "\n".join(out)
+
+
+def solo(bench):
+    """A single-threaded path length: one process or thread does the work
+    alone, so under -icount it repeats.  The other rows interleave threads
+    (their spinning counts), time a lock with the whole machine's clock
+    (hold_*), or read memory and drift, not instructions."""
+    return bench.endswith("_1") or bench in ("thread_once", "oom_scan_1000")
 
 
 def mva(n_max, demands, think):
