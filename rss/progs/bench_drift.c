@@ -214,9 +214,10 @@ int main(int argc, char **argv)
 		return 1;
 	sched_setaffinity(0, sizeof(mask), &mask);
 
-	printf("# drift_max: %ld rounds of %ld pages, %d CPUs used (%ld online)%s, final fast %ld exact %ld pages, max |fast - exact| %ld pages (round %ld)\n",
+	printf("# drift_max: %ld rounds of %ld pages, %d CPUs used (%ld online)%s, ",
 	       rounds, pages, used, sysconf(_SC_NPROCESSORS_ONLN),
-	       ncpus == 1 ? ", one CPU only: the drift is the batch remainder of one CPU" : "",
+	       ncpus == 1 ? ", one CPU only: the drift is the batch remainder of one CPU" : "");
+	printf("final fast %ld exact %ld pages, max |fast - exact| %ld pages (round %ld)\n",
 	       d.fast, d.exact, d.max, d.max_round);
 	if (offcpu)
 		printf("# drift_max: %ld rounds did not run on the CPU they were pinned to\n",

@@ -174,7 +174,7 @@ int main(int argc, char **argv)
 	print_result(name, total / (t1 - t0), "ops/s");
 	return 0;
 usage:
-	fprintf(stderr, "usage: %s [--mode exec|exit|spawn] [--forkers F] [--true PATH] [--seconds S]\n",
-		argv[0]);
+	fprintf(stderr, "usage: %s [--mode exec|exit|spawn] [--forkers F]", argv[0]);
+	fprintf(stderr, " [--true PATH] [--seconds S]\n");
 	return 2;
 }
