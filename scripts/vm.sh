@@ -68,8 +68,9 @@
 # client /pcpu_next_client.ko (not loaded),
 # /selftests/*, and /lib.sh with helpers (pn_insmod, pn_stress, ...).  The
 # script's exit status is reported by a marker line.  vm.sh exits non-zero
-# if the guest script failed, the guest did not finish, or the log shows a
-# kernel splat (BUG, WARNING, Oops, Call Trace, KASAN, lockdep, kmemleak).
+# if the guest script failed, the guest did not finish, the guest's online
+# or possible CPUs are not the ones asked for, or the log shows a kernel
+# splat (BUG, WARNING, Oops, Call Trace, KASAN, lockdep, kmemleak).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -275,6 +276,15 @@ if [ -z "$rc" ]; then
 	echo "vm.sh: guest did not finish (qemu rc=$qrc); last lines:" >&2
 	tail -n 30 "$log" >&2
 	exit 2
+fi
+# The guest must have the CPUs it was booted with: a firmware table that
+# lists fewer (SeaBIOS's MP table lists only the boot CPU here) turns
+# every cross-CPU test into a skip and a lane into a quiet pass.
+want="nproc=$smp possible=0"
+[ "${possible:-$smp}" -le 1 ] || want="nproc=$smp possible=0-$((${possible:-$smp} - 1))"
+if ! grep -q "^=== PN-GUEST-START $want\$" "$log"; then
+	echo "vm.sh: the guest's CPUs are not \"$want\": $(grep -m 1 '^=== PN-GUEST-START' "$log")" >&2
+	exit 4
 fi
 if splats "$log"; then
 	echo "vm.sh: kernel splat in $log:" >&2
