@@ -15,7 +15,9 @@
 #                             instructions per benchmark (default 1).
 #                             Prints one table per shape
 #                             (scripts/rss_table.py --path-length), also
-#                             saved to .out/rss/table.md
+#                             saved to .out/rss/table.md, and how far
+#                             it is from the previous run's
+#                             (rss_table.py --compare)
 #   scripts/rss.sh --short    correctness only, every mode, on the debug
 #                             build (rss/debug.config: KASAN, lockdep,
 #                             kmemleak), 4 online of 16 possible CPUs;
@@ -169,16 +171,18 @@ launch()	# boot's arguments, in the background, at most $jobs at once
 		pids=("${pids[@]:1}")
 	fi
 }
+icarg=""
+[ "$instrument" != icount ] || icarg=" pn_rss_icount=1"
 for shape in $shapes; do
 	possible=${shape#4of}
 	for round in $(seq "$rounds"); do
 		echo "== rss_stat bench: $shape, round $round ($instrument)"
 		launch "bench-control-$shape-$round" rss-control 4 "$possible" \
-			"pn_rss=bench pn_rss_secs=$secs"
+			"pn_rss=bench pn_rss_secs=$secs$icarg"
 		args+=("control:$shape:$round=$dir/bench-control-$shape-$round.log")
 		for m in $MODES mainline-2nd; do
 			launch "bench-$m-$shape-$round" rss 4 "$possible" \
-				"rss_stat=${m%-2nd} pn_rss=bench pn_rss_secs=$secs"
+				"rss_stat=${m%-2nd} pn_rss=bench pn_rss_secs=$secs$icarg"
 			args+=("$m:$shape:$round=$dir/bench-$m-$shape-$round.log")
 		done
 	done
@@ -187,6 +191,8 @@ for p in "${pids[@]}"; do
 	wait "$p" || fail=1
 done
 vmflags=()
+# The previous run's numbers, to say whether this one repeats them.
+[ ! -s "$dir/table.json" ] || mv "$dir/table.json" "$dir/table.prev.json"
 {
 	if [ "$instrument" = kvm ]; then
 		echo "rss_stat benchmarks, $(date -u +%Y-%m-%d): KVM on $(nproc) host CPUs" \
@@ -200,6 +206,12 @@ vmflags=()
 		table=(--path-length)
 	fi
 	python3 "$REPO/scripts/rss_table.py" "${table[@]}" --json "$dir/table.json" "${args[@]}"
+	if [ "$instrument" = icount ] && [ -s "$dir/table.prev.json" ]; then
+		echo
+		echo "### Against the previous run (.out/rss/table.prev.json)"
+		echo
+		python3 "$REPO/scripts/rss_table.py" --compare "$dir/table.prev.json" "$dir/table.json"
+	fi
 } | tee "$dir/table.md"
 # Debian's python3-matplotlib (scripts/deps.sh), so Debian's python3
 # whatever python3 is first on PATH.

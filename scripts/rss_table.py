@@ -33,6 +33,16 @@ single-threaded path lengths (see solo()), then over every row.
 
 --json FILE writes every parsed number and every cell.
 Exit status: 0 if any benchmark line was found, 1 if none, 2 on bad usage.
+
+rss_table.py --compare A.json B.json: do two --path-length runs of the
+same kernels agree?  For every path-length cell (ops/s and insns rows)
+that both runs have, in the same unit: the relative difference of the
+two cell medians (ratios to mainline), and in the mainline column that
+of mainline's own medians, |a - b| / min(a, b).  Prints the cells over
+2 %, then per shape the largest difference over the single-threaded
+rows (see solo()) and over all, and what only one run has.
+Exit status: 0 if every single-threaded cell agrees within 2 %, 1 if
+not or if no cell is in both, 2 on bad usage or input.
 """
 import json
 import re
@@ -306,11 +316,98 @@ def model(t):
     return "\n".join(out)
 
 
+LIMIT = 0.02
+
+
+def compare(path_a, path_b):
+    """Print how far two --json runs differ, cell by cell."""
+    global PATH_LENGTH
+    PATH_LENGTH = True
+    try:
+        with open(path_a) as f:
+            a = json.load(f)
+        with open(path_b) as f:
+            b = json.load(f)
+        if not (a["path_length"] and b["path_length"]):
+            warn("--compare: both runs must be --path-length tables")
+            return 2
+        tb = {t["shape"]: t for t in b["tables"]}
+        ta_shapes = [t["shape"] for t in a["tables"]]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        warn("--compare: %s" % e)
+        return 2
+
+    def rel(x, y):
+        return abs(x - y) / min(x, y) if x and y and min(x, y) > 0 else None
+
+    bad_solo, lines, summary, cells = 0, [], [], 0
+    for ta in a["tables"]:
+        t2 = tb.get(ta["shape"])
+        if not t2:
+            summary.append("%s: in run A only" % ta["shape"])
+            continue
+        worst, only = {}, []
+        for bench in ta["benches"]:
+            unit = ta["units"][bench]
+            if unit not in ("ops/s", "insns"):
+                continue
+            if bench not in t2["benches"] or t2["units"][bench] != unit:
+                only.append(bench)
+                continue
+            for mode in ta["modes"]:
+                ca = ta["cells"][bench].get(mode)
+                cb = t2["cells"][bench].get(mode)
+                if not ca or not cb or ca["median"] is None or cb["median"] is None:
+                    continue
+                if mode == REF:
+                    va, vb = ta["mainline_median"][bench], t2["mainline_median"][bench]
+                    sa, sb = fmt_value(va, unit), fmt_value(vb, unit)
+                else:
+                    va, vb = ca["median"], cb["median"]
+                    sa, sb = "%.2f" % va, "%.2f" % vb
+                d = rel(va, vb)
+                if d is None:
+                    continue
+                cells += 1
+                for k in ("solo", "all") if solo(bench) else ("all",):
+                    if k not in worst or d > worst[k][0]:
+                        worst[k] = (d, bench, mode)
+                if d > LIMIT:
+                    lines.append("| %s | %s | %s | %s | %s | %.1f %% | %s |"
+                                 % (ta["shape"], bench, mode, sa, sb, 100 * d,
+                                    "yes" if solo(bench) else "no"))
+                    bad_solo += solo(bench)
+        only += [bch for bch in t2["benches"] if bch not in ta["benches"]
+                 and t2["units"][bch] in ("ops/s", "insns")]
+        parts = ["%s at most %.1f %% (%s, %s)" % (what, 100 * worst[k][0], worst[k][1],
+                                                worst[k][2])
+                 for k, what in (("solo", "single-threaded rows"), ("all", "every row"))
+                 if k in worst]
+        if only:
+            parts.append("in one run only: %s" % ", ".join(only))
+        summary.append("%s: %s" % (ta["shape"], "; ".join(parts) if parts
+                                    else "no cell in both runs"))
+    summary += ["%s: in run B only" % s2 for s2 in tb if s2 not in ta_shapes]
+    print("cells of the two runs more than %.0f %% apart (relative difference of"
+          " the ratios to %s; in the %s column, of its own path lengths):"
+          % (100 * LIMIT, REF, REF))
+    print("")
+    if lines:
+        print("| shape | bench | mode | run A | run B | difference | single-threaded |")
+        print("|---|---|---|---:|---:|---:|---|")
+        print("\n".join(lines))
+    else:
+        print("(none)")
+    print("")
+    print("\n".join(summary))
+    return 1 if bad_solo or not cells else 0
+
+
 def usage(msg=None):
     if msg:
         warn(msg)
-    print("usage: rss_table.py [--path-length] [--json FILE] MODE:SHAPE:RUN=LOGFILE...",
-          file=sys.stderr)
+    print("usage: rss_table.py [--path-length] [--json FILE] MODE:SHAPE:RUN=LOGFILE...\n"
+          "       rss_table.py --compare A.json B.json", file=sys.stderr)
     sys.exit(2)
 
 
@@ -318,6 +415,10 @@ def main(argv):
     global PATH_LENGTH
     json_path, specs = None, []
     i = 0
+    if argv and argv[0] == "--compare":
+        if len(argv) != 3:
+            usage("--compare needs two --json files")
+        return compare(argv[1], argv[2])
     while i < len(argv):
         a = argv[i]
         if a == "--path-length":

@@ -8,6 +8,8 @@
 #   pn_rss=bench    the benchmarks (rss-bench lines; ratios are made on
 #                   the host, none of this output is a pass/fail check)
 #   pn_rss_secs=S   seconds per benchmark (default 2)
+#   pn_rss_icount=1 the boot runs under QEMU -icount (bench_tick's
+#                   path length)
 . /lib.sh
 
 arg()	# name default
@@ -211,6 +213,29 @@ bench)
 	/rss/bench_status --seconds "$secs"
 	/rss/bench_oom --children 1000 --seconds "$secs"
 	/rss/bench_drift
+	# The tick's RSS read (TASK_XACCT): a process spins secs x 10^9
+	# instructions of a user loop.  Its path length needs the
+	# instruction-counted clock (rss.sh says so: pn_rss_icount=1).  One
+	# thread only.  Beside three sleeping threads of its process the
+	# same loop measured 0.6 to 1.7 million instructions a tick, with
+	# hundreds of function-call IPIs (CAL in /proc/interrupts): not a
+	# path length.  With the other CPUs offline even one thread
+	# measured 0.8 million: offline vCPUs are not idle under QEMU.
+	# The clock counts every CPU: let what the benchmarks above left
+	# running settle first.
+	ic=""
+	[ "$(arg pn_rss_icount 0)" = 1 ] && ic=--icount
+	sleep 1
+	/rss/bench_tick --threads 1 --loops "$(awk -v s="$secs" 'BEGIN { printf "%d", s * 1e9 / 2 }')" $ic
+	# Reclaim into zram and back; swap is on for these two only.
+	if echo 64M 2>/dev/null >/sys/block/zram0/disksize && mkswap /dev/zram0 >/dev/null &&
+		swapon /dev/zram0; then
+		/rss/bench_reclaim --mode pageout --seconds "$secs"
+		/rss/bench_reclaim --mode swapin --seconds "$secs"
+		swapoff /dev/zram0
+	else
+		echo "# no zram swap: no reclaim benchmarks"
+	fi
 	echo "=== PN-RSS-BENCH-END"
 	;;
 *)
