@@ -68,10 +68,10 @@ runs=$OUT/runs.txt
 : >"$runs"
 
 # The background builder.  With a cold cache the three test kernels
-# take about 45 minutes of this machine's two cores while the lanes run
-# (kunit.py runs on the rss kernel: no kernel of its own).  So the kernels the chosen lanes
-# need are built at idle priority (SCHED_IDLE) while the lanes run, in
-# the order the lanes need them.  A lane whose kernel is not ready waits
+# (kunit.py runs on the rss one) are the critical path: about 60
+# minutes beside the lanes (Documentation/testing.rst).  They are built
+# at idle priority (SCHED_IDLE) while the lanes run, in the order the
+# lanes need them.  A lane whose kernel is not ready waits
 # on that build's lock; a warm cache makes the builder a no-op.
 kernels=""
 case " $lanes " in *" debug "* | *" hotplug "* | *" cycles "* | *" kselftest "*) kernels=debug ;; esac

@@ -172,7 +172,8 @@ int main(int argc, char **argv)
 		}
 	}
 	if (pageout < 0) {
-		fprintf(stderr, "usage: %s --mode pageout|swapin [--threads T] [--pages P] [--seconds S]\n",
+		fprintf(stderr,
+			"usage: %s --mode pageout|swapin [--threads T] [--pages P] [--seconds S]\n",
 			argv[0]);
 		return 2;
 	}
@@ -202,7 +203,8 @@ int main(int argc, char **argv)
 	end = -1;			/* round 0: untimed */
 	do {
 		if (rounds == 1) {
-			t_out = t_in = 0;
+			t_out = 0;
+			t_in = 0;
 			out = 0;
 			end = now_sec() + secs;
 		}

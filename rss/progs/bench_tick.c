@@ -107,7 +107,8 @@ int main(int argc, char **argv)
 			loops = parse_long(optarg, "--loops", 1000, 100000000000L);
 			break;
 		default:
-			fprintf(stderr, "usage: %s [--threads T] [--loops L] [--icount]\n", argv[0]);
+			fprintf(stderr, "usage: %s [--threads T] [--loops L] [--icount]\n",
+				argv[0]);
 			return 2;
 		}
 	}
