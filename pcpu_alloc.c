@@ -522,10 +522,19 @@ static void pn_maint_kick(struct pn_cache *c)
  * the caller's memcg before the object is taken, the chunk keeps the
  * obj_cgroup beside the object, and pn_cache_free() takes it back.  The
  * object then comes from the magazines like any other.  An object in a
- * magazine is charged to nobody, as a free slab object is not.  A module
- * cannot do this (obj_cgroup_charge() is not exported): its accounted
- * requests are direct objects, which the kernel's allocator charges.
+ * magazine is charged to nobody, as a free slab object is not.  With
+ * memcg's kmem accounting off (CONFIG_MEMCG=n, cgroup.memory=nokmem)
+ * there is nothing to charge: the request is served like any other, as
+ * slab serves it.  A module cannot charge (obj_cgroup_charge() is not
+ * exported): its accounted requests are direct objects, which the
+ * kernel's allocator charges.
  */
+#ifdef MODULE
+#define PN_ACCOUNTED_DIRECT	true
+#else
+#define PN_ACCOUNTED_DIRECT	false
+#endif
+
 #if defined(CONFIG_MEMCG) && !defined(MODULE)
 static bool pn_memcg_enabled(void)
 {
@@ -1683,9 +1692,9 @@ static void __percpu *__pn_cache_alloc(struct pn_cache *c, size_t size,
 	might_alloc(gfp);
 	if (unlikely(gfp & __GFP_ACCOUNT)) {
 		/* A module: the kernel's allocator charges the object. */
-		if (!pn_memcg_enabled())
+		if (PN_ACCOUNTED_DIRECT)
 			return pn_direct_alloc(c, size, gfp);
-		if (!pn_memcg_charge(c, gfp, &objcg))
+		if (pn_memcg_enabled() && !pn_memcg_charge(c, gfp, &objcg))
 			return NULL;
 		gfp &= ~__GFP_ACCOUNT;
 	}
@@ -2702,20 +2711,6 @@ VISIBLE_IF_KUNIT bool pn_alloc_debug_forced(void)
 	return pn_alloc_debug;
 }
 EXPORT_SYMBOL_IF_KUNIT(pn_alloc_debug_forced);
-
-/**
- * pn_alloc_charges_accounted() - which route does an accounted request take?
- *
- * Context: Any context.
- * Return: true if __GFP_ACCOUNT requests are charged per object and served
- * by the caches (built in, memcg on); false if they are direct objects,
- * which the kernel's allocator charges (a module, or memcg off).
- */
-VISIBLE_IF_KUNIT bool pn_alloc_charges_accounted(void)
-{
-	return pn_memcg_enabled();
-}
-EXPORT_SYMBOL_IF_KUNIT(pn_alloc_charges_accounted);
 
 /**
  * pn_cache_objs_per_chunk() - a cache's chunk geometry

@@ -65,7 +65,6 @@ unsigned long pn_cache_scan(struct pn_cache *cache, unsigned long nr);
 unsigned int pn_cache_cpu_objects(struct pn_cache *cache, unsigned int cpu);
 unsigned int pn_cache_objs_per_chunk(struct pn_cache *cache);
 bool pn_alloc_debug_forced(void);
-bool pn_alloc_charges_accounted(void);
 #endif
 
 #endif /* _PCPU_NEXT_INTERNAL_PCPU_ALLOC_H */

@@ -176,7 +176,7 @@ for lane in $lanes; do
 		;;
 	rss)
 		echo "== lane rss: scripts/rss.sh --short (every rss_stat= mode)"
-		RSS_MODES="mainline lazy lazy-tree tree mmcid cache" \
+		RSS_MODES="mainline lazy lazy-tree tree mmcid cache flat" \
 			bash "$REPO/scripts/rss.sh" --short --runs "$runs" 2>&1 | sed 's/^/   /'
 		;;
 	*) die "unknown lane $lane" ;;

@@ -228,7 +228,8 @@ echo "rss-kernel.sh: building the $kind rss_stat kernel in $bdir (log: $log)" >&
 if [ "$kind" = nohotplug ]; then
 	# what the series compiles: the library, rss_alt.c, and the
 	# files whose hunks use the new types (mm.h, mm_types.h users)
-	targets=(mm/pcpu_next/ mm/rss_alt.o kernel/fork.o kernel/sched/fair.o)
+	targets=(mm/pcpu_next/ mm/rss_alt.o mm/init-mm.o kernel/fork.o
+		 kernel/sched/fair.o kernel/sched/core.o fs/exec.o)
 else
 	targets=(bzImage)
 fi

@@ -51,7 +51,7 @@ while [ $# -gt 0 ]; do
 	esac
 done
 [ $((short + benchonly)) -lt 2 ] || die "rss.sh: --short and --bench-only exclude each other"
-MODES=${RSS_MODES:-"mainline lazy lazy-tree tree mmcid cache"}
+MODES=${RSS_MODES:-"mainline lazy lazy-tree tree mmcid cache flat"}
 fail=0
 
 dir=$OUT/rss

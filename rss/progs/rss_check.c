@@ -45,6 +45,9 @@
  *  h. (--offline only) the fast read after all CPUs but one go offline.
  *  i. (--memcg only) the memcg charge of the per-CPU memory of an mm.
  *  j. (--cid-grow only) rss_stat=mmcid: a cid above the prepared blocks.
+ *  k. residue: a victim with two threads on one CPU gets pages faulted
+ *     by writers on every other CPU, then exits; a probe forked from its
+ *     CPU faults pages on every CPU.  Both exact deltas must hold.
  *
  * /proc/PID/status sums the counters exactly (get_mm_counter_sum() since
  * 6.16, and in 6.12.y stable), so on mainline --bound 0 passes even with
@@ -911,6 +914,191 @@ static void case_remote_parallel(void)
 }
 
 /*
+ * ---- k. residue: one mm's per-CPU memory handed to the next ----
+ *
+ * A victim with a second thread (so its counters are per-CPU) lives on
+ * the first allowed CPU.  Writer processes pinned to every other CPU
+ * fault its pages: updates on CPUs where the victim never ran.  Its
+ * exact RssAnon must count them.  The victim unmaps and exits.  A probe
+ * forked from the victim's CPU (rss_stat=cache and flat hand it the
+ * victim's per-CPU memory from their caches) starts a thread per CPU
+ * there, reads its counters, then each thread moves to its CPU and
+ * faults K_PAGES pages; the exact RssAnon must grow by exactly that.  A
+ * mode that resets fewer CPUs than wrote to an mm leaves deltas that the
+ * probe's second read picks up, and check_mm() reports them.
+ */
+#define K_ROUNDS	4
+#define K_PAGES		31	/* below percpu_counter's batch: no fold */
+#define K_CHECKS	(4 * K_ROUNDS)
+
+static void *k_nop(void *arg)
+{
+	return arg;
+}
+
+static void k_pin(int cpu)
+{
+	cpu_set_t one;
+
+	/* best effort: under random hotplug the CPU may be gone */
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	sched_setaffinity(0, sizeof(one), &one);
+}
+
+static void k_victim(int cpu0, int addr_fd, int cmd_fd)
+{
+	struct rss b0, b1;
+	pthread_t t;
+	char *r, c;
+
+	k_pin(cpu0);
+	/* a second user: from here on the counters may be per-CPU */
+	if (pthread_create(&t, NULL, k_nop, NULL) || pthread_join(t, NULL))
+		_exit(2);
+	prefault(0);
+	r = map_anon(npages, MAP_PRIVATE);
+	read_rss(0, &b0);
+	if (write(addr_fd, &r, sizeof(r)) != sizeof(r) || read(cmd_fd, &c, 1) != 1)
+		_exit(2);
+	munmap(r, npages * page_size);
+	read_rss(0, &b1);
+	_exit(b1.anon == b0.anon ? 0 : 1);
+}
+
+struct k_ctx {
+	pthread_barrier_t *bar;
+	char *base;
+	int cpu;
+};
+
+static void *k_probe_thread(void *arg)
+{
+	struct k_ctx *k = arg;
+
+	/* still on the probe's first CPU: its stack is counted before b0 */
+	pthread_barrier_wait(k->bar);
+	pthread_barrier_wait(k->bar);	/* main has read b0 */
+	k_pin(k->cpu);
+	touch(k->base, K_PAGES);
+	/* alive until b1: glibc frees a thread's stack pages at its exit */
+	pthread_barrier_wait(k->bar);
+	pthread_barrier_wait(k->bar);
+	return NULL;
+}
+
+static void k_probe(const int *cpus, int n, int round)
+{
+	struct k_ctx ctx[G_WRITERS_MAX];
+	pthread_t tid[G_WRITERS_MAX];
+	pthread_barrier_t bar;
+	struct rss b0, b1;
+	char *r;
+	int i;
+
+	prefault(0);
+	r = map_anon(K_PAGES * n, MAP_PRIVATE);
+	if (pthread_barrier_init(&bar, NULL, n + 1))
+		_exit(2);
+	for (i = 0; i < n; i++) {
+		ctx[i].bar = &bar;
+		ctx[i].base = r + (long)i * K_PAGES * page_size;
+		ctx[i].cpu = cpus[i];
+		if (pthread_create(&tid[i], NULL, k_probe_thread, &ctx[i]))
+			_exit(2);
+	}
+	pthread_barrier_wait(&bar);
+	read_rss(0, &b0);
+	pthread_barrier_wait(&bar);
+	pthread_barrier_wait(&bar);
+	read_rss(0, &b1);
+	pthread_barrier_wait(&bar);
+	for (i = 0; i < n; i++)
+		pthread_join(tid[i], NULL);
+	check(b1.anon - b0.anon, K_PAGES * n, 0,
+	      "residue %d: probe's RssAnon delta, %d pages on each of %d CPUs",
+	      round, K_PAGES, n);
+	_exit(0);
+}
+
+static void k_round(const int *cpus, int n, int round)
+{
+	int addr_pipe[2], cmd_pipe[2], st, i;
+	pid_t victim, probe, w;
+	struct rss b0, b1;
+	char *r;
+
+	if (pipe(addr_pipe) || pipe(cmd_pipe))
+		die("pipe");
+	victim = fork();
+	if (victim < 0)
+		die("fork");
+	if (!victim) {
+		close(addr_pipe[0]);
+		close(cmd_pipe[1]);
+		k_victim(cpus[0], addr_pipe[1], cmd_pipe[0]);
+	}
+	close(addr_pipe[1]);
+	close(cmd_pipe[0]);
+	if (read(addr_pipe[0], &r, sizeof(r)) != sizeof(r))
+		die("read victim address");
+	close(addr_pipe[0]);
+	read_rss(victim, &b0);
+	for (i = 1; i < n; i++) {
+		w = fork();
+		if (w < 0)
+			die("fork writer");
+		if (!w) {
+			k_pin(cpus[i]);
+			_exit(d_writev_n(victim, r + (long)i * K_PAGES * page_size,
+					 K_PAGES) == K_PAGES ? 0 : 4);
+		}
+		while (waitpid(w, &st, 0) < 0 && errno == EINTR)
+			;
+	}
+	read_rss(victim, &b1);
+	check(b1.anon - b0.anon, K_PAGES * (n - 1), 0,
+	      "residue %d: victim's RssAnon delta, %d pages from each of %d other CPUs",
+	      round, K_PAGES, n - 1);
+	if (write(cmd_pipe[1], "x", 1) != 1)
+		die("write victim command");
+	close(cmd_pipe[1]);
+	while (waitpid(victim, &st, 0) < 0 && errno == EINTR)
+		;
+	check(status_code(st), 0, 0, "residue %d: victim's RssAnon back after munmap", round);
+
+	/* the probe's mm is set up on the CPU the victim's was freed on */
+	k_pin(cpus[0]);
+	probe = fork();
+	if (probe < 0)
+		die("fork probe");
+	if (!probe)
+		k_probe(cpus, n, round);
+	while (waitpid(probe, &st, 0) < 0 && errno == EINTR)
+		;
+	check(status_code(st), 0, 0, "residue %d: probe exit status", round);
+}
+
+static void case_residue(void)
+{
+	int cpus[G_WRITERS_MAX], n = 0, cpu, round;
+	cpu_set_t set;
+
+	if (sched_getaffinity(0, sizeof(set), &set))
+		die("sched_getaffinity");
+	for (cpu = 0; cpu < CPU_SETSIZE && n < G_WRITERS_MAX; cpu++)
+		if (CPU_ISSET(cpu, &set))
+			cpus[n++] = cpu;
+	if (npages < K_PAGES * n)
+		die("--pages too small for case k");
+	for (round = 1; round <= K_ROUNDS; round++) {
+		k_round(cpus, n, round);
+		/* every CPU again, for the next victim's writers */
+		sched_setaffinity(0, sizeof(set), &set);
+	}
+}
+
+/*
  * ---- h. the fast read after CPUs go offline (--offline only) ----
  *
  * A thread pinned to each online CPU faults H_PAGES pages there, below
@@ -1318,7 +1506,7 @@ static void case_cid_grow(void)
 /* ---- main ---- */
 
 #define CHECKS_PER_LOOP (A_CHECKS + B_CHECKS + C_CHECKS + D_CHECKS + E_CHECKS + \
-			 F_CHECKS + G_CHECKS)
+			 F_CHECKS + G_CHECKS + K_CHECKS)
 
 static void usage(const char *prog)
 {
@@ -1461,6 +1649,7 @@ int main(int argc, char **argv)
 		run_case("fork", case_fork, E_CHECKS);
 		run_case("hiwater", case_hiwater, F_CHECKS);
 		run_case("remote-parallel", case_remote_parallel, G_CHECKS);
+		run_case("residue", case_residue, K_CHECKS);
 	}
 	printf("# %s\n", failed ? "FAIL" : "PASS");
 	return failed;

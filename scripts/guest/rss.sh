@@ -58,7 +58,8 @@ check)
 	# within (batch - 1) pages per online CPU, batch = max(32, 2 x
 	# online CPUs) (percpu_counter_batch; 248 pages at 8 CPUs);
 	# lazy: exact while one task uses the mm, else as percpu_counter
-	# (its flat batch is at most percpu_counter_batch); mmcid: within 31
+	# (its flat batch is at most percpu_counter_batch); flat: as lazy,
+	# over the CPUs the mm used; mmcid: within 31
 	# pages per cid used, at most one per possible CPU (a cid slot folds
 	# at 32); trees: within their accuracy range, at most 496 pages up to
 	# 16 CPUs (Documentation/counter_tree.rst, batch 32), checked as 512.
@@ -69,7 +70,7 @@ check)
 	pcbound=$(((pcb - 1) * n))
 	case $mode in
 	mainline | cache) run_tap rss_check_stat /rss/rss_check --stat --bound "$pcbound" ;;
-	lazy) run_tap rss_check_stat /rss/rss_check --stat --exact-single --bound "$pcbound" ;;
+	lazy | flat) run_tap rss_check_stat /rss/rss_check --stat --exact-single --bound "$pcbound" ;;
 	lazy-tree) run_tap rss_check_stat /rss/rss_check --stat --exact-single --bound 512 ;;
 	tree) run_tap rss_check_stat /rss/rss_check --stat --bound 512 ;;
 	mmcid) run_tap rss_check_stat /rss/rss_check --stat --bound $((31 * np)) ;;
@@ -77,13 +78,13 @@ check)
 	# The fast read after all CPUs but one went offline, per mode: the
 	# error allowed per counter, times the three counters of
 	# get_mm_rss().  percpu_counter folds a dead CPU's part into its
-	# count (mainline: only the CPU left holds any); lazy's flat counters
-	# and cache are on no hotplug list, so every CPU that ran keeps its
-	# part (see README); trees and mmcid as above.
+	# count (mainline: only the CPU left holds any); lazy's flat counters,
+	# cache and flat are on no hotplug list, so every CPU that ran keeps
+	# its part (see README); trees and mmcid as above.
 	k=$((pcb - 1))
 	case $mode in
 	mainline) ob=$((3 * k)) ;;
-	lazy | cache) ob=$((3 * k * n)) ;;
+	lazy | cache | flat) ob=$((3 * k * n)) ;;
 	lazy-tree | tree) ob=$((3 * 496)) ;;
 	mmcid) ob=$((3 * 31 * np)) ;;
 	esac
@@ -115,7 +116,7 @@ check)
 	fi
 	echo "# direct objects of the library: $direct"
 	case $mode in
-	lazy | lazy-tree | tree | cache)
+	lazy | lazy-tree | tree | cache | flat)
 		if [ "$direct" = 0 ]; then
 			pn_result PASS "rss-allocator-$mode"
 		else
@@ -149,7 +150,8 @@ check)
 	# dead CPU's delta through its hotplug list; the library's counters
 	# and cache mode's (on no list) sum the CPUs that ever came up
 	# (pcpu_next_cpus_seen()), so a cache-mode sum over the online CPUs
-	# only would fail here; mmcid's slots follow cids, not CPUs.
+	# only would fail here; flat's sum the CPUs the mm used, offline or
+	# not; mmcid's slots follow cids, not CPUs.
 	# Afterwards every CPU is online.
 	pn_hotplug_start
 	run_tap rss_check_hotplug /rss/rss_check --exact-single --loops 2
