@@ -166,7 +166,7 @@ for lane in $lanes; do
 	bench)
 		# The instrument of make rss: -icount here (one host thread,
 		# so the background builder keeps the other core), KVM where
-		# /dev/kvm works.
+		# KVM works (lib.sh kvm_works).
 		bench_instrument
 		echo "== bench $(bench_title)"
 		run_vm bench-4 stock 4 4 bench.sh "" "${vmflags[@]}"

@@ -151,7 +151,7 @@ bash "$REPO/scripts/rss-kernel.sh" control >/dev/null || die "control kernel bui
 # spread against the first is the instrument's own.
 # The instrument, chosen once: QEMU's instruction-counted clock, $JOBS
 # boots side by side (instruction counts do not depend on what else the
-# host runs, each boot is one host thread); or, where /dev/kvm works,
+# host runs, each boot is one host thread); or, where KVM works (kvm_works),
 # KVM and the machine's own time, one boot at a time.
 bench_instrument
 # Every shape on one machine, q35 under QEMU >= 9 from bookworm-backports

@@ -40,7 +40,7 @@
 #                           the real cost of atomics and contention.  One
 #                           host thread runs every vCPU in turn.
 #     --kvm                 KVM, -cpu host: the machine's own time (make
-#                           rss where /dev/kvm works)
+#                           rss where KVM works, lib.sh kvm_works)
 #     --slots               with --possible: QEMU gets <smp> vCPUs and
 #                           <possible> - <smp> CPU hotplug slots
 #                           (-smp <smp>,maxcpus=<possible>), and the
@@ -92,7 +92,7 @@ while [ $# -gt 1 ]; do
 		shift
 		;;
 	--kvm)
-		[ -w /dev/kvm ] || die "vm.sh: --kvm: /dev/kvm is not usable"
+		kvm_works || die "vm.sh: --kvm: KVM does not work here (lib.sh kvm_works)"
 		accel=(-accel kvm -cpu host)
 		shift
 		;;
