@@ -26,6 +26,31 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
+# kunit.py asks QEMU for "-accel kvm -accel hvf -accel tcg", first that
+# opens wins.  Where /dev/kvm opens but its vCPUs do not run (lib.sh
+# kvm_works; seen here: no nested virtualization, every boot hung until
+# kunit.py's timeout), a wrapper first in PATH drops the kvm and hvf
+# choices, so QEMU runs TCG.
+if [ -e /dev/kvm ] && ! kvm_works; then
+	wrap=$OUT/kunit-qemu
+	mkdir -p "$wrap"
+	cat >"$wrap/qemu-system-x86_64" <<WRAP
+#!/bin/bash
+args=()
+while [ \$# -gt 0 ]; do
+	if [ "\$1" = -accel ] && { [ "\$2" = kvm ] || [ "\$2" = hvf ]; }; then
+		shift 2
+		continue
+	fi
+	args+=("\$1")
+	shift
+done
+exec $(command -v qemu-system-x86_64) "\${args[@]}"
+WRAP
+	chmod +x "$wrap/qemu-system-x86_64"
+	export PATH="$wrap:$PATH"
+fi
+
 mode=${1:-}
 if [ "$mode" != --standalone ]; then
 	img=$(bash "$REPO/scripts/rss-kernel.sh" debug) || die "rss debug kernel build"
