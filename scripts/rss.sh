@@ -109,13 +109,14 @@ else
 	bash "$REPO/scripts/rss-kernel.sh" patched >/dev/null || die "rss_stat kernel build"
 fi
 
-boot()	# name kernel smp possible cmdline
+boot()	# name kernel smp possible cmdline [vm.sh options]
 {
 	local name=$1 kernel=$2 smp=$3 possible=$4 cmd=$5 log r
+	shift 5
 	log=$dir/$name.log
 	bash "$REPO/scripts/vm.sh" --kernel "$kernel" --smp "$smp" --possible "$possible" \
 		--append "$cmd" --log "$log" --rss-progs "$progs" --timeout "${RSS_TIMEOUT:-1200}" "${vmflags[@]}" \
-		"$REPO/scripts/guest/rss.sh"
+		"$@" "$REPO/scripts/guest/rss.sh"
 	r=$?
 	# A bench boot must have the shape it is filed under.
 	case $cmd in *pn_rss=bench*)
@@ -173,16 +174,22 @@ launch()	# boot's arguments, in the background, at most $jobs at once
 }
 icarg=""
 [ "$instrument" != icount ] || icarg=" pn_rss_icount=1"
+# Under icount a boot repeats exactly for its seed (vm.sh --seed): round
+# r boots every column with seed r, so the rounds sample the guest's
+# randomness (ASLR, hashing, slab freelists) and a second run repeats
+# them.
 for shape in $shapes; do
 	possible=${shape#4of}
 	for round in $(seq "$rounds"); do
 		echo "== rss_stat bench: $shape, round $round ($instrument)"
+		seedarg=()
+		[ "$instrument" != icount ] || seedarg=(--seed "$round")
 		launch "bench-control-$shape-$round" rss-control 4 "$possible" \
-			"pn_rss=bench pn_rss_secs=$secs$icarg"
+			"pn_rss=bench pn_rss_secs=$secs$icarg" "${seedarg[@]}"
 		args+=("control:$shape:$round=$dir/bench-control-$shape-$round.log")
 		for m in $MODES mainline-2nd; do
 			launch "bench-$m-$shape-$round" rss 4 "$possible" \
-				"rss_stat=${m%-2nd} pn_rss=bench pn_rss_secs=$secs$icarg"
+				"rss_stat=${m%-2nd} pn_rss=bench pn_rss_secs=$secs$icarg" "${seedarg[@]}"
 			args+=("$m:$shape:$round=$dir/bench-$m-$shape-$round.log")
 		done
 	done

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0
-"""Plot of `make rss`: fork+exit and fork+exec path length against the
-number of possible CPUs, one line per mode.
+"""Plot of `make rss`: fork+exit, fork+exit of a 4-thread child and
+fork+exec path length against the number of possible CPUs, one line per
+mode.
 
 Usage: rss_plot.py TABLE_JSON OUT_PNG
 
@@ -20,6 +21,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 BENCHES = (("fork_exit_1", "fork+exit, 1 forker"),
+           ("fork_exit_1_4t", "fork+exit, child of 4 threads"),
            ("fork_exec_1", "fork+exec, 1 forker"))
 
 
@@ -51,7 +53,7 @@ def main(argv):
     if not series:
         print("rss_plot: no fork_exit_1/fork_exec_1 values", file=sys.stderr)
         return 1
-    fig, axes = plt.subplots(1, len(BENCHES), figsize=(11, 4.2))
+    fig, axes = plt.subplots(1, len(BENCHES), figsize=(15, 4.2))
     for ax, (bench, title) in zip(axes, BENCHES):
         for (b, mode), pts in sorted(series.items()):
             if b != bench:

@@ -38,7 +38,13 @@
 #                           benchmark's time is its path length; repeatable
 #                           under host load, blind to cache misses and to
 #                           the real cost of atomics and contention.  One
-#                           host thread runs every vCPU in turn.
+#                           host thread runs every vCPU in turn.  With
+#                           RDRAND from QEMU's -seed and the RTC on the
+#                           guest's clock, nothing the guest reads comes
+#                           from the host: a boot repeats (see --seed)
+#     --seed N              with --icount: QEMU's -seed (default 1); the
+#                           guest's randomness, ASLR included, follows
+#                           from it
 #     --kvm                 KVM, -cpu host: the machine's own time (make
 #                           rss where KVM works, lib.sh kvm_works)
 #     --slots               with --possible: QEMU gets <smp> vCPUs and
@@ -74,7 +80,7 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-kind=stock smp=4 possible="" timeout=900 log="" src="$REPO" extra="" rssprogs="" accel=(-accel tcg) slots=0
+kind=stock smp=4 possible="" icount=0 seed=1 timeout=900 log="" src="$REPO" extra="" rssprogs="" accel=(-accel tcg) slots=0
 qemu=qemu-system-x86_64 machine=(-machine pc)
 while [ $# -gt 1 ]; do
 	case "$1" in
@@ -88,8 +94,15 @@ while [ $# -gt 1 ]; do
 	--rss-progs) rssprogs=$2; shift 2 ;;
 	--icount)
 		# shellcheck disable=SC2054 # one QEMU argument with commas
-		accel=(-accel tcg -icount shift=0,sleep=off,align=off)
+		accel=(-accel tcg -icount shift=0,sleep=off,align=off
+		       -rtc base=2026-01-01T00:00:00,clock=vm)
+		icount=1
 		shift
+		;;
+	--seed)
+		case $2 in '' | *[!0-9]*) die "vm.sh: --seed takes a number" ;; esac
+		seed=$2
+		shift 2
 		;;
 	--kvm)
 		kvm_works || die "vm.sh: --kvm: KVM does not work here (lib.sh kvm_works)"
@@ -219,7 +232,11 @@ sync
 reboot -f
 INIT
 chmod +x "$root/init" "$root/guest.sh"
-(cd "$root" && find . | cpio -o -H newc --quiet | gzip -1) >"$work/initrd.gz"
+# The same bytes for the same files (no times, sorted): a boot under
+# --icount repeats only if what it decompresses does.
+find "$root" -exec touch -h -d @0 {} +
+(cd "$root" && find . | LC_ALL=C sort | cpio -o -H newc --quiet --reproducible | gzip -1 -n) \
+	>"$work/initrd.gz"
 
 append="console=ttyS0 loglevel=5 log_buf_len=8M panic=-1 oops=panic nokaslr"
 smparg="$smp"
@@ -234,6 +251,7 @@ if [ -n "$possible" ] && [ "$possible" -gt "$smp" ]; then
 	fi
 fi
 case $kind in stock* | rss | rss-control) ;; *) append="$append kmemleak=on" ;; esac
+[ "$icount" = 0 ] || accel+=(-seed "$seed")
 append="$append $extra"
 
 echo "vm.sh: $kind kernel, -smp $smparg, guest $(basename "$guest"), log $log" >&2

@@ -14,13 +14,21 @@
  * over the time from the start flag until every forker is gone.  A child
  * that does not exit 0 (exec failed) makes the run fail.
  *
- * Result: rss-bench fork_exec_F|fork_exit_F|spawn_exec_F CHILDREN_PER_SECOND ops/s
+ * --threads T (--mode exit only): the child runs T threads on T online
+ * CPUs before it exits.  T - 1 new threads, each pinned to the next
+ * online CPU, write one page each and are joined; the child writes one
+ * page too.  So the child's mm is used on T CPUs and its rss_stat is
+ * written on each: exit pays for a multi-threaded process.
  *
- * Usage: bench_fork [--mode exec|exit|spawn] [--forkers F] [--true PATH]
- *                   [--seconds S]
+ * Result: rss-bench fork_exec_F|fork_exit_F|spawn_exec_F CHILDREN_PER_SECOND ops/s
+ * (fork_exit_F_Tt with --threads T > 1)
+ *
+ * Usage: bench_fork [--mode exec|exit|spawn] [--forkers F] [--threads T]
+ *                   [--true PATH] [--seconds S]
  */
 #define _GNU_SOURCE
 #include <getopt.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -39,7 +47,55 @@ struct shared {
 	long bad[MAX_FORKERS];
 };
 
-static void forker(struct shared *sh, int id, int mode, const char *true_path)
+struct child_thread {
+	pthread_t tid;
+	volatile char *page;
+};
+
+static void *child_thread_fn(void *arg)
+{
+	struct child_thread *t = arg;
+
+	*t->page = 1;
+	return NULL;
+}
+
+/*
+ * The child of --threads T: T - 1 threads pinned to the online CPUs after
+ * the child's own, one page written by each thread and by the child.
+ * Return: 0, or 1 if a thread could not be set up.
+ */
+static int child_threads(int nthreads, int ncpus)
+{
+	struct child_thread t[MAX_THREADS];
+	long psz = sysconf(_SC_PAGESIZE);
+	pthread_attr_t attr;
+	cpu_set_t set;
+	int i, cpu = sched_getcpu(), bad = 0;
+	char *buf;
+
+	buf = mmap(NULL, nthreads * psz, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (buf == MAP_FAILED)
+		return 1;
+	for (i = 1; i < nthreads; i++) {
+		t[i].page = buf + i * psz;
+		CPU_ZERO(&set);
+		CPU_SET((cpu + i) % ncpus, &set);
+		if (pthread_attr_init(&attr) ||
+		    pthread_attr_setaffinity_np(&attr, sizeof(set), &set) ||
+		    pthread_create(&t[i].tid, &attr, child_thread_fn, &t[i]))
+			return 1;
+		pthread_attr_destroy(&attr);
+	}
+	*buf = 1;
+	for (i = 1; i < nthreads; i++)
+		bad |= pthread_join(t[i].tid, NULL) != 0;
+	return bad;
+}
+
+static void forker(struct shared *sh, int id, int mode, const char *true_path,
+		   int nthreads, int ncpus)
 {
 	char *const argv[] = { (char *)true_path, NULL };
 	char *const envp[] = { NULL };
@@ -65,6 +121,8 @@ static void forker(struct shared *sh, int id, int mode, const char *true_path)
 			if (!pid) {
 				if (mode == MODE_EXEC)
 					execve(true_path, argv, envp);
+				if (nthreads > 1)
+					_exit(child_threads(nthreads, ncpus));
 				_exit(mode == MODE_EXEC ? 127 : 0);
 			}
 		}
@@ -84,19 +142,20 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "mode", required_argument, NULL, 'm' },
 		{ "forkers", required_argument, NULL, 'f' },
+		{ "threads", required_argument, NULL, 'T' },
 		{ "true", required_argument, NULL, 't' },
 		{ "seconds", required_argument, NULL, 's' },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *true_path = "/bin/true";
-	int nforkers = 1, mode = MODE_EXEC, c, i, st, failed = 0;
+	int nforkers = 1, nthreads = 1, ncpus, mode = MODE_EXEC, c, i, st, failed = 0;
 	long total = 0, bad = 0;
 	double secs = 2, t0, t1;
 	struct shared *sh;
 	pid_t pids[MAX_FORKERS];
-	char name[32];
+	char name[48];
 
-	while ((c = getopt_long(argc, argv, "m:f:t:s:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "m:f:T:t:s:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'm':
 			if (!strcmp(optarg, "exec"))
@@ -111,6 +170,9 @@ int main(int argc, char **argv)
 		case 'f':
 			nforkers = parse_long(optarg, "--forkers", 1, MAX_FORKERS);
 			break;
+		case 'T':
+			nthreads = parse_long(optarg, "--threads", 1, MAX_THREADS);
+			break;
 		case 't':
 			true_path = optarg;
 			break;
@@ -121,8 +183,14 @@ int main(int argc, char **argv)
 			goto usage;
 		}
 	}
-	if (optind != argc)
+	if (optind != argc || (nthreads > 1 && mode != MODE_EXIT))
 		goto usage;
+	ncpus = sysconf(_SC_NPROCESSORS_ONLN);
+	if (nthreads > ncpus) {
+		fprintf(stderr, "%s: --threads %d: only %d CPUs online\n",
+			argv[0], nthreads, ncpus);
+		return 2;
+	}
 	if (mode != MODE_EXIT && access(true_path, X_OK)) {
 		fprintf(stderr, "%s: %s: %s\n", argv[0], true_path, strerror(errno));
 		return 1;
@@ -142,7 +210,7 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		if (!pids[i])
-			forker(sh, i, mode, true_path);
+			forker(sh, i, mode, true_path, nthreads, ncpus);
 	}
 	while (__atomic_load_n(&sh->ready, __ATOMIC_SEQ_CST) < nforkers)
 		sleep_sec(0.001);
@@ -162,19 +230,23 @@ int main(int argc, char **argv)
 		bad += sh->bad[i];
 	}
 
-	snprintf(name, sizeof(name), "%s_%d", mode_names[mode], nforkers);
+	if (nthreads > 1)
+		snprintf(name, sizeof(name), "%s_%d_%dt", mode_names[mode], nforkers,
+			 nthreads);
+	else
+		snprintf(name, sizeof(name), "%s_%d", mode_names[mode], nforkers);
 	printf("# %s: %ld children in %.3f s, %d forkers%s%s\n", name, total,
 	       t1 - t0, nforkers, mode != MODE_EXIT ? ", exec " : "",
 	       mode != MODE_EXIT ? true_path : "");
 	if (bad || failed) {
-		fprintf(stderr, "%s: %ld children failed (exec of %s?)\n",
-			argv[0], bad, true_path);
+		fprintf(stderr, "%s: %ld children failed (%s)\n", argv[0], bad,
+			nthreads > 1 ? "their threads" : "exec of true?");
 		return 1;
 	}
 	print_result(name, total / (t1 - t0), "ops/s");
 	return 0;
 usage:
 	fprintf(stderr, "usage: %s [--mode exec|exit|spawn] [--forkers F]", argv[0]);
-	fprintf(stderr, " [--true PATH] [--seconds S]\n");
+	fprintf(stderr, " [--threads T, exit only] [--true PATH] [--seconds S]\n");
 	return 2;
 }

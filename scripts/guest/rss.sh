@@ -206,6 +206,7 @@ bench)
 	/rss/bench_fork --mode exec --forkers 1 --true /rss/true --seconds "$secs"
 	/rss/bench_fork --mode exec --forkers 4 --true /rss/true --seconds "$secs"
 	/rss/bench_fork --mode exit --forkers 1 --seconds "$secs"
+	/rss/bench_fork --mode exit --forkers 1 --threads 4 --seconds "$secs"
 	/rss/bench_fork --mode spawn --forkers 1 --true /rss/true --seconds "$secs"
 	bench_hold exit
 	bench_hold exec
