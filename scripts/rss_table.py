@@ -27,9 +27,11 @@ ops/s value v is a path length of 10^9 / v instructions per op.  Every
 cell is then a cost ratio to mainline, < 1.00 is better: path length,
 or bytes.  The last column is mainline's path length (insns/op) or
 bytes.  A column named "mainline-2nd" (the mainline image booted again)
-shows the instrument's own spread, and a line under each table gives
-its largest deviation from 1.00, median plus half-range: over the
-single-threaded path lengths (see solo()), then over every row.
+shows the instrument's own spread.  Two lines under each table give
+its largest deviation: of its cells from 1.00, median plus half-range,
+over the single-threaded path lengths (see solo()), then over every
+row; and of each of its boots from the mainline boot of the same run
+number (rss.sh: the same seed), with how many rows did not differ.
 
 --json FILE writes every parsed number and every cell.
 Exit status: 0 if any benchmark line was found, 1 if none, 2 on bad usage.
@@ -172,9 +174,25 @@ def build(runs):
                         "median": median(rats),
                         "half_range": (max(rats) - min(rats)) / 2 if rats else None}
                 cells[b][m] = cell
+        # The second mainline against the first, run by run: under
+        # rss.sh's icount both boots of a round have the same seed, so
+        # this is the instrument's own spread, not the guest's.
+        paired = {}
+        for b in benches:
+            by_run = {}
+            for r in sruns:
+                if (r["mode"] in (REF, AGAIN) and b in r["values"]
+                        and r["units"][b] == units[b]):
+                    by_run.setdefault(r["run"], {})[r["mode"]] = r["values"][b]
+            d = [0.0 if v[AGAIN] == v[REF] else
+                 abs(v[AGAIN] - v[REF]) / min(v[AGAIN], v[REF])
+                 for v in by_run.values()
+                 if len(v) == 2 and (v[AGAIN] == v[REF] or min(v[AGAIN], v[REF]) > 0)]
+            if d:
+                paired[b] = max(d)
         tables.append({"shape": shape, "modes": smodes, "runs": nruns,
                        "benches": benches, "units": units, "cells": cells,
-                       "mainline_median": refs})
+                       "mainline_median": refs, "paired_spread": paired})
     return tables
 
 
@@ -223,8 +241,15 @@ def render(t):
             parts = ["%s at most %.1f %% (%s)" % (what, 100 * worst[k][0], worst[k][1])
                      for k, what in (("solo", "single-threaded path lengths"),
                                      ("all", "every row")) if k in worst]
-            out.append("instrument spread (%s against %s): %s"
+            out.append("spread of %s's cells (its rounds against %s's median): %s"
                        % (AGAIN, REF, "; ".join(parts)))
+    paired = t.get("paired_spread", {})
+    if paired:
+        b = max(paired, key=lambda k: paired[k])
+        out.append("instrument spread (%s against %s, boot by boot of the same"
+                   " round): at most %.1f %% (%s), %d of %d rows identical"
+                   % (AGAIN, REF, 100 * paired[b], b,
+                      sum(1 for v in paired.values() if v == 0), len(paired)))
     if PATH_LENGTH:
         m = model(t)
         if m:

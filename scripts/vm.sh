@@ -80,7 +80,7 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-kind=stock smp=4 possible="" icount=0 seed=1 timeout=900 log="" src="$REPO" extra="" rssprogs="" accel=(-accel tcg) slots=0
+kind=stock smp=4 possible="" icount=0 seed=1 seedset=0 timeout=900 log="" src="$REPO" extra="" rssprogs="" accel=(-accel tcg) slots=0
 qemu=qemu-system-x86_64 machine=(-machine pc)
 while [ $# -gt 1 ]; do
 	case "$1" in
@@ -100,13 +100,15 @@ while [ $# -gt 1 ]; do
 		shift
 		;;
 	--seed)
-		case $2 in '' | *[!0-9]*) die "vm.sh: --seed takes a number" ;; esac
-		seed=$2
+		case $2 in 0 | [1-9] | [1-9]*[0-9]) ;; *) die "vm.sh: --seed takes a decimal number" ;; esac
+		case $2 in *[!0-9]*) die "vm.sh: --seed takes a decimal number" ;; esac
+		seed=$2 seedset=1
 		shift 2
 		;;
 	--kvm)
 		kvm_works || die "vm.sh: --kvm: KVM does not work here (lib.sh kvm_works)"
 		accel=(-accel kvm -cpu host)
+		icount=0
 		shift
 		;;
 	--slots) slots=1; shift ;;
@@ -195,6 +197,13 @@ rss*)
 *)
 	cp "$mod" "$root/pcpu_next.ko"
 	cp "$client" "$root/pcpu_next_client.ko"
+	# pahole (1.24) writes a module's .BTF in a different order from
+	# one build to the next, and the kernel loads it: under --icount
+	# the module goes in without it (and without debug info), so the
+	# same source boots the same bytes.
+	if [ "$icount" = 1 ]; then
+		strip --strip-debug -R .BTF "$root/pcpu_next.ko" "$root/pcpu_next_client.ko"
+	fi
 	cp "$work"/selftests/bin/* "$root/selftests/" 2>/dev/null || true
 	# Benchmark programs (selftests/*_bench.c) go to /bench.
 	if [ -d "$work/selftests/bin/bench" ]; then
@@ -251,6 +260,7 @@ if [ -n "$possible" ] && [ "$possible" -gt "$smp" ]; then
 	fi
 fi
 case $kind in stock* | rss | rss-control) ;; *) append="$append kmemleak=on" ;; esac
+[ "$icount" = 1 ] || [ "$seedset" = 0 ] || die "vm.sh: --seed needs --icount"
 [ "$icount" = 0 ] || accel+=(-seed "$seed")
 append="$append $extra"
 

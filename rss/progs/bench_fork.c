@@ -14,11 +14,12 @@
  * over the time from the start flag until every forker is gone.  A child
  * that does not exit 0 (exec failed) makes the run fail.
  *
- * --threads T (--mode exit only): the child runs T threads on T online
- * CPUs before it exits.  T - 1 new threads, each pinned to the next
- * online CPU, write one page each and are joined; the child writes one
- * page too.  So the child's mm is used on T CPUs and its rss_stat is
- * written on each: exit pays for a multi-threaded process.
+ * --threads T (--mode exit only): the child runs T threads before it
+ * exits.  T - 1 new threads, each pinned to one of the online CPUs after
+ * the child's in bench_fork's affinity mask, write one page each and are
+ * joined; the child writes one page too.  So the child's mm is used on T
+ * CPUs and its rss_stat is written on each: exit pays for a
+ * multi-threaded process.
  *
  * Result: rss-bench fork_exec_F|fork_exit_F|spawn_exec_F CHILDREN_PER_SECOND ops/s
  * (fork_exit_F_Tt with --threads T > 1)
@@ -61,9 +62,48 @@ static void *child_thread_fn(void *arg)
 }
 
 /*
- * The child of --threads T: T - 1 threads pinned to the online CPUs after
- * the child's own, one page written by each thread and by the child.
- * Return: 0, or 1 if a thread could not be set up.
+ * The CPUs bench_fork may run on, in order: its affinity mask (which a
+ * task inherits as every possible CPU) and the online ones.
+ */
+static int cpus[CPU_SETSIZE];
+
+/* cpus[] from sched_getaffinity() and /sys/.../online.  Return: their number. */
+static int usable_cpus(void)
+{
+	FILE *f = fopen("/sys/devices/system/cpu/online", "r");
+	cpu_set_t set, online;
+	int a, b, n = 0, i, sep;
+
+	if (sched_getaffinity(0, sizeof(set), &set))
+		return 0;
+	CPU_ZERO(&online);
+	if (!f)
+		return 0;
+	/* "0-3,8,10-11\n" */
+	while (fscanf(f, "%d", &a) == 1) {
+		b = a;
+		sep = fgetc(f);
+		if (sep == '-') {
+			if (fscanf(f, "%d", &b) != 1)
+				break;
+			sep = fgetc(f);
+		}
+		for (i = a; i <= b && i < CPU_SETSIZE; i++)
+			CPU_SET(i, &online);
+		if (sep != ',')
+			break;
+	}
+	fclose(f);
+	for (i = 0; i < CPU_SETSIZE; i++)
+		if (CPU_ISSET(i, &set) && CPU_ISSET(i, &online))
+			cpus[n++] = i;
+	return n;
+}
+
+/*
+ * The child of --threads T: T - 1 threads pinned to the CPUs after the
+ * child's own in cpus[], one page written by each thread and by the
+ * child.  Return: 0, or 1 if a thread could not be set up.
  */
 static int child_threads(int nthreads, int ncpus)
 {
@@ -71,9 +111,12 @@ static int child_threads(int nthreads, int ncpus)
 	long psz = sysconf(_SC_PAGESIZE);
 	pthread_attr_t attr;
 	cpu_set_t set;
-	int i, cpu = sched_getcpu(), bad = 0;
+	int i, me = 0, cpu = sched_getcpu(), bad = 0;
 	char *buf;
 
+	for (i = 0; i < ncpus; i++)
+		if (cpus[i] == cpu)
+			me = i;
 	buf = mmap(NULL, nthreads * psz, PROT_READ | PROT_WRITE,
 		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (buf == MAP_FAILED)
@@ -81,7 +124,7 @@ static int child_threads(int nthreads, int ncpus)
 	for (i = 1; i < nthreads; i++) {
 		t[i].page = buf + i * psz;
 		CPU_ZERO(&set);
-		CPU_SET((cpu + i) % ncpus, &set);
+		CPU_SET(cpus[(me + i) % ncpus], &set);
 		if (pthread_attr_init(&attr) ||
 		    pthread_attr_setaffinity_np(&attr, sizeof(set), &set) ||
 		    pthread_create(&t[i].tid, &attr, child_thread_fn, &t[i]))
@@ -185,9 +228,9 @@ int main(int argc, char **argv)
 	}
 	if (optind != argc || (nthreads > 1 && mode != MODE_EXIT))
 		goto usage;
-	ncpus = sysconf(_SC_NPROCESSORS_ONLN);
+	ncpus = usable_cpus();
 	if (nthreads > ncpus) {
-		fprintf(stderr, "%s: --threads %d: only %d CPUs online\n",
+		fprintf(stderr, "%s: --threads %d: only %d CPUs to run on\n",
 			argv[0], nthreads, ncpus);
 		return 2;
 	}
@@ -239,8 +282,12 @@ int main(int argc, char **argv)
 	       t1 - t0, nforkers, mode != MODE_EXIT ? ", exec " : "",
 	       mode != MODE_EXIT ? true_path : "");
 	if (bad || failed) {
-		fprintf(stderr, "%s: %ld children failed (%s)\n", argv[0], bad,
-			nthreads > 1 ? "their threads" : "exec of true?");
+		if (nthreads > 1)
+			fprintf(stderr, "%s: %ld children failed (their threads)\n",
+				argv[0], bad);
+		else
+			fprintf(stderr, "%s: %ld children failed (exec of %s?)\n",
+				argv[0], bad, true_path);
 		return 1;
 	}
 	print_result(name, total / (t1 - t0), "ops/s");

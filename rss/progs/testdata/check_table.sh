@@ -18,7 +18,8 @@ python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$out.json" || exit 
 cat "$out"
 diff -u expected.md "$out" || exit 1
 # --path-length (icount logs): cost ratios, insns/op, and the spread of
-# mainline booted again (here the other mainline log, so 5 %).
+# mainline booted again (here the other mainline log, so 5 %; boot by
+# boot, fork_exec_1 moves 10 %).
 python3 ../../../scripts/rss_table.py --path-length \
 	mainline:4of4:1=mainline-4of4-1.log lazy:4of4:1=lazy-4of4-1.log \
 	mainline-2nd:4of4:1=mainline-4of4-2.log mainline:4of4:2=mainline-4of4-2.log \
