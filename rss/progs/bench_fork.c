@@ -50,14 +50,14 @@ struct shared {
 
 struct child_thread {
 	pthread_t tid;
-	volatile char *page;
+	char *page;
 };
 
 static void *child_thread_fn(void *arg)
 {
 	struct child_thread *t = arg;
 
-	*t->page = 1;
+	__atomic_store_n(t->page, 1, __ATOMIC_RELAXED);
 	return NULL;
 }
 
