@@ -34,7 +34,9 @@
 #            beside it (scripts/kunit-lane.sh)
 #   bench    every benchmark on Debian's kernel, 4 online CPUs (ratios
 #            only; a bench passes when it ran; make demo adds 4 online
-#            of 64 possible, whose 64-vCPU boot costs 5 minutes here)
+#            of 64 possible, whose 64-vCPU boot costs 5 minutes here);
+#            under -icount, two short boots must print the same log
+#            (scripts/guest/repeat.sh)
 #   hotplug  debug kernel: every stress, then the fault-injected ones,
 #            while CPUs go offline and online at random; kmemleak
 #   cycles   debug kernel booted with kunit.enable=0: 50 x (insmod, short
@@ -173,6 +175,29 @@ for lane in $lanes; do
 		sed -n '/PN-BENCH-BEGIN/,/PN-BENCH-END/p' "$OUT/bench-4.log"
 		echo "== bench headline (scripts/headline.py)"
 		python3 "$REPO/scripts/headline.py" 4of4="$OUT/bench-4.log" | sed 's/^/   /'
+		# The instrument repeats: two boots of one kernel and seed
+		# print the same log, timestamps and counts alike.
+		if [ "$instrument" = icount ]; then
+			for i in 1 2; do
+				bash "$REPO/scripts/vm.sh" --icount --kernel stock --smp 4 \
+					--log "$OUT/bench-repeat-$i.log" "$REPO/scripts/guest/repeat.sh" \
+					>"$OUT/bench-repeat-$i.out" 2>&1
+			done
+			{
+				echo "1..1"
+				if grep -q '^=== PN-GUEST-EXIT rc=0' "$OUT/bench-repeat-1.log" &&
+					cmp -s "$OUT/bench-repeat-1.log" "$OUT/bench-repeat-2.log"; then
+					echo "ok 1 - two -icount boots of one kernel and seed print the same log"
+				else
+					echo "not ok 1 - two -icount boots of one kernel and seed print the same log"
+					diff "$OUT/bench-repeat-1.log" "$OUT/bench-repeat-2.log" |
+						head -n 20 | sed 's/^/# /'
+				fi
+			} >"$OUT/bench-repeat.tap"
+			sed 's/^/   /' "$OUT/bench-repeat.tap"
+			grep -q '^ok 1' "$OUT/bench-repeat.tap"
+			echo "bench-repeat $? tap $OUT/bench-repeat.tap" >>"$runs"
+		fi
 		;;
 	rss)
 		echo "== lane rss: scripts/rss.sh --short (every rss_stat= mode)"
