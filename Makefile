@@ -9,15 +9,32 @@
 #                   correctness, then the benchmark table (scripts/rss.sh)
 #
 # KDIR defaults to the running kernel's build directory if it exists, else
-# to the newest installed Debian 6.12 headers.
+# to the newest installed Debian 6.12 headers of the running kernel's
+# flavour: rt-amd64 or cloud-amd64 if its release ends so, else the
+# generic amd64 (a module built for one flavour does not load into
+# another).  `make kdir` prints the choice and why.
 
 ifneq ($(KERNELRELEASE),)
 include $(src)/Kbuild
 else
 
-RUNNING_KDIR := /lib/modules/$(shell uname -r)/build
-DEBIAN_KDIR := $(lastword $(sort $(wildcard /usr/src/linux-headers-6.12.*-amd64)))
-KDIR ?= $(if $(wildcard $(RUNNING_KDIR)/Makefile),$(RUNNING_KDIR),$(DEBIAN_KDIR))
+UNAME_R ?= $(shell uname -r)
+HEADERS_DIR ?= /usr/src
+RUNNING_KDIR ?= /lib/modules/$(UNAME_R)/build
+FLAVOUR := $(shell echo '$(UNAME_R)' | sed -n 's/.*-\(rt\|cloud\)-amd64$$/\1-/p')amd64
+DEBIAN_KDIR := $(shell ls -d $(HEADERS_DIR)/linux-headers-6.12.*+deb*-$(FLAVOUR) 2>/dev/null | \
+	grep -E -- '/linux-headers-6\.12\.[0-9]+\+deb[0-9]+-$(FLAVOUR)$$' | sort -V | tail -n 1)
+ifeq ($(origin KDIR),undefined)
+ifneq ($(wildcard $(RUNNING_KDIR)/Makefile),)
+KDIR := $(RUNNING_KDIR)
+KDIR_WHY := the running kernel's, $(UNAME_R)
+else
+KDIR := $(DEBIAN_KDIR)
+KDIR_WHY := no headers of the running $(UNAME_R): Debian's newest 6.12 $(FLAVOUR)
+endif
+else
+KDIR_WHY := KDIR set by the $(origin KDIR)
+endif
 
 # The harness is built unless PCPU_NEXT_TORTURE=n; the fast-path
 # statistics only with PCPU_NEXT_STATS=y (see Kconfig).
@@ -26,10 +43,15 @@ PCPU_NEXT_STATS ?= n
 
 all: modules
 
-modules:
+modules: kdir
 	$(MAKE) -C $(KDIR) M=$(CURDIR) CONFIG_PCPU_NEXT=m \
 		CONFIG_PCPU_NEXT_TORTURE=$(PCPU_NEXT_TORTURE) \
 		CONFIG_PCPU_NEXT_STATS=$(PCPU_NEXT_STATS) modules
+
+kdir:
+	@test -n "$(KDIR)" || { echo "pcpu_next: no kernel headers: install" \
+		"linux-headers-$(UNAME_R) or linux-headers-6.12.*-$(FLAVOUR), or set KDIR" >&2; exit 1; }
+	@echo "pcpu_next: KDIR=$(KDIR) ($(KDIR_WHY))"
 
 clean:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) clean
@@ -50,5 +72,5 @@ kselftest:
 rss:
 	bash scripts/rss.sh
 
-.PHONY: all modules clean deps check demo kselftest rss
+.PHONY: all modules kdir clean deps check demo kselftest rss
 endif

@@ -10,6 +10,10 @@
 #            with fast-path statistics; the layout rule (no library file
 #            includes or links against the harness, no test hooks in the
 #            public headers) (scripts/build-lane.sh, TAP; no VM)
+#   host     the host-side choices, driven with stand-ins: the KVM
+#            probe (lib.sh kvm_works) against stand-in QEMUs that fail
+#            each way seen, and make's choice of headers
+#            (scripts/host-tests.sh, TAP; no VM)
 #   model    SPIN: the lazy-counter upgrade protocol over all interleavings
 #            of a small model, and mutants of it that must fail
 #            (scripts/model.sh; no VM)
@@ -59,7 +63,7 @@ set -uo pipefail
 # Lanes that boot a test kernel come last, so that the background
 # builder (below) has the most time to build them; the rt lane, the
 # shortest after its kernel, is the last.
-lanes="build model stock stock-rt stock72 bench debug hotplug cycles kunitpy rss rt"
+lanes="build host model stock stock-rt stock72 bench debug hotplug cycles kunitpy rss rt"
 if [ "${1:-}" = --lane ]; then
 	lanes=$2
 fi
@@ -134,6 +138,10 @@ for lane in $lanes; do
 	build)
 		run_tap build build-lane.sh \
 			"W=1 against Debian 6.12 headers and 7.2 (Debian config), 6.12 KUnit tree, library alone, statistics; 6.1 refused; layout" '^(not )?ok [0-9]'
+		;;
+	host)
+		run_tap host host-tests.sh \
+			"the KVM probe against stand-in QEMUs; make's choice of headers" '^(not )?ok [0-9]'
 		;;
 	model)
 		run_tap model model.sh \

@@ -238,20 +238,70 @@ splats_show()
 # time.  Otherwise QEMU's instruction-counted clock: a guest nanosecond
 # is one instruction, so a figure is a path length, the same under any
 # host load.  Every table says which one made it.
-# kvm_works: /dev/kvm is writable and QEMU can reset a vCPU in it.  Seen
-# here: a writable /dev/kvm on a host without nested virtualization,
-# whose vCPUs abort QEMU at reset ("failed to set MSR").  With -S a
-# working KVM waits for the monitor: still running after 3 s means it
-# works.
+
+# kvm_works: KVM runs a real guest here.  A /dev/kvm that opens proves
+# nothing.  Seen here: vCPUs that abort QEMU at reset ("failed to set
+# MSR"), and a paused (-S) vCPU that stays up while every real guest
+# dies at its first instruction, then hangs.  So the probe boots
+# Debian's stock kernel with a one-line init under KVM, -cpu host, and
+# says yes only if that init prints its marker within PN_KVM_PROBE_SECS
+# (default 8) seconds.  QEMU is stopped either way.  The answer is kept
+# in PN_KVM_OK (yes/no) for this shell and its children.
+# For the host lane's stand-ins: PN_KVM_QEMU, the QEMU binary;
+# PN_KVM_DEV, the device (default /dev/kvm); PN_KVM_KERNEL, the kernel.
+KVM_MARKER="=== PN-KVM-PROBE init ran"
 kvm_works()
 {
-	[ -w /dev/kvm ] || return 1
-	local rc
-	rc=$(exec 2>/dev/null
-	     timeout 3 qemu-system-x86_64 -accel kvm -cpu host -machine pc -m 64 -smp 1 \
-		-nodefaults -display none -S -monitor none -serial none </dev/null >/dev/null
-	     echo $?)
-	[ "$rc" = 124 ]
+	case ${PN_KVM_OK:-} in
+	yes) return 0 ;;
+	no) return 1 ;;
+	esac
+	PN_KVM_OK=no
+	! kvm_probe || PN_KVM_OK=yes
+	export PN_KVM_OK
+	echo "kvm probe: ${PN_KVM_OK/no/no, TCG}" >&2
+	[ "$PN_KVM_OK" = yes ]
+}
+
+# kvm_probe: one probe boot, no caching (kvm_works).  0: the marker came.
+kvm_probe()
+{
+	local qemu=${PN_KVM_QEMU:-qemu-system-x86_64} secs=${PN_KVM_PROBE_SECS:-8}
+	local dev=${PN_KVM_DEV:-/dev/kvm} dir kernel pid i ok=1
+	[ -w "$dev" ] || return 1
+	kernel=${PN_KVM_KERNEL:-$CACHE/stock-$(cat "$CACHE/stock-abi" 2>/dev/null)/vmlinuz}
+	[ -s "$kernel" ] || { echo "kvm probe: no stock kernel (scripts/deps.sh)" >&2; return 1; }
+	dir=$(mktemp -d) || return 1
+	mkdir -p "$dir/root/bin"
+	cp /bin/busybox "$dir/root/bin/busybox" || { rm -rf "$dir"; return 1; }
+	printf '#!/bin/busybox sh\n/bin/busybox echo "%s"\n/bin/busybox poweroff -f\n' \
+		"$KVM_MARKER" >"$dir/root/init"
+	chmod +x "$dir/root/init"
+	(cd "$dir/root" && find . | cpio -o -H newc --quiet) >"$dir/initrd" || { rm -rf "$dir"; return 1; }
+	timeout -k 1 "$secs" "$qemu" -accel kvm -cpu host -machine pc -m 256 -smp 1 \
+		-nodefaults -display none -monitor none -no-reboot -serial stdio \
+		-kernel "$kernel" -initrd "$dir/initrd" -append "console=ttyS0 panic=-1 quiet" \
+		</dev/null >"$dir/log" 2>&1 &
+	pid=$!
+	# (bash reports a QEMU that aborted on stderr: not ours to show.)
+	{
+		for ((i = 0; i < secs * 10; i++)); do
+			if grep -qF "$KVM_MARKER" "$dir/log"; then
+				ok=0
+				break
+			fi
+			kill -0 "$pid" || break
+			sleep 0.1
+		done
+		kill "$pid"
+		wait "$pid"
+	} 2>/dev/null
+	# The marker may have come with QEMU's exit.
+	[ "$ok" = 0 ] || ! grep -qF "$KVM_MARKER" "$dir/log" || ok=0
+	[ "$ok" = 0 ] || echo "kvm probe: no marker within $secs s; QEMU's last line:" \
+		"$(grep -v '^[[:space:]]*$' "$dir/log" | tail -n 1 | cut -c1-120)" >&2
+	rm -rf "$dir"
+	return "$ok"
 }
 
 bench_instrument()

@@ -1,0 +1,154 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Host lane (no VM), TAP on stdout: the choices the scripts make about
+# this machine, driven with stand-ins.
+#
+#   kvm_works (lib.sh) against stand-in QEMUs that fail each way seen:
+#   abort at vCPU reset, a guest that dies after it starts (and then
+#   hangs, or exits), a guest that hangs silently (a paused vCPU), a
+#   kernel that prints its banner and then dies; each must get "no"
+#   within the probe's timeout, and one that prints the init's marker
+#   "yes" at once.  No stand-in may outlive the probe.
+#
+#   make's KDIR (Makefile) in a stand-in /usr/src: the running kernel's
+#   headers first, else the newest Debian 6.12 headers of its flavour
+#   (generic amd64 unless the release ends in -rt-amd64 or
+#   -cloud-amd64), a clear error when there are none.
+set -uo pipefail
+. "$(dirname "$0")/lib.sh"
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+n=0
+
+tap()	# 0|1 description [diagnostic]
+{
+	n=$((n + 1))
+	if [ "$1" = 0 ]; then
+		echo "ok $n - $2"
+	else
+		echo "not ok $n - $2"
+		[ -z "${3:-}" ] || echo "$3" | sed 's/^/# /'
+	fi
+}
+
+# ---- the KVM probe ----
+secs=3
+: >"$work/kvm"
+echo "not a kernel" >"$work/vmlinuz"
+standin()	# name body: an executable stand-in QEMU
+{
+	{
+		echo '#!/bin/bash'
+		echo "echo \$\$ >>'$work/$1.pids'"
+		echo "$2"
+	} >"$work/$1"
+	chmod +x "$work/$1"
+}
+dump='echo "KVM internal error. Suberror: 1"; echo "RIP=0000000000100000 RFL=00010046"
+echo "Code=00 00 00 00 <c4> 42 69 f7 c8 48 89 c7"'
+standin abort 'echo "qemu-system-x86_64: error: failed to set MSR 0x48b to 0x1ffff00000000" >&2; kill -ABRT $$'
+standin dies-hangs "$dump"$'\nexec sleep 3600'
+standin dies-exits "$dump"$'\nexit 1'
+standin hangs 'exec sleep 3600'
+standin banner-dies 'echo "[    0.000000] Linux version 6.12.118+deb12-amd64"'$'\n'"$dump"$'\nexec sleep 3600'
+standin boots 'echo "[    0.000000] Linux version 6.12.118+deb12-amd64"; sleep 0.5
+echo "'"$KVM_MARKER"'"; exec sleep 3600'
+
+probe()	# stand-in [device]: prints "yes" or "no", then the seconds it took
+{
+	local t0 t1 r
+	t0=$(date +%s.%N)
+	if PN_KVM_QEMU=$work/$1 PN_KVM_DEV=${2:-$work/kvm} PN_KVM_KERNEL=$work/vmlinuz \
+		PN_KVM_PROBE_SECS=$secs kvm_probe 2>/dev/null; then
+		r=yes
+	else
+		r=no
+	fi
+	t1=$(date +%s.%N)
+	printf '%s %.1f\n' "$r" "$(echo "$t1 - $t0" | bc)"
+}
+
+alive()	# stand-in: its processes still running, if any
+{
+	local p left=""
+	for p in $(cat "$work/$1.pids" 2>/dev/null); do
+		! kill -0 "$p" 2>/dev/null || left="$left $p"
+		pkill -P "$p" 2>/dev/null
+	done
+	echo "$left"
+}
+
+for s in abort dies-hangs dies-exits hangs banner-dies boots; do
+	want=no
+	[ "$s" != boots ] || want=yes
+	read -r got took < <(probe "$s")
+	left=$(alive "$s")
+	# The bound is the probe's own timeout plus its kill grace: the
+	# stand-ins that hang are stopped by timeout(1), not by luck.
+	if [ "$got" = "$want" ] && [ -z "$left" ] &&
+		[ "$(echo "$took < $secs + 2" | bc)" = 1 ]; then
+		tap 0 "kvm probe: stand-in '$s' gets $want ($took s, within ${secs} s + 2)"
+	else
+		tap 1 "kvm probe: stand-in '$s' gets $want" \
+			"got $got after $took s; still running:${left:- none}"
+	fi
+done
+
+# Without a writable device there is no probe boot at all.
+rm -f "$work/boots.pids"
+read -r got took < <(probe boots "$work/absent")
+[ "$got" = no ] && [ ! -e "$work/boots.pids" ]
+tap $? "kvm probe: no /dev/kvm gets no"
+
+# kvm_works keeps its answer for the children of the shell that probed.
+rm -f "$work/boots.pids"
+r=$(export PN_KVM_QEMU=$work/boots PN_KVM_DEV=$work/kvm PN_KVM_KERNEL=$work/vmlinuz \
+	PN_KVM_PROBE_SECS=$secs; unset PN_KVM_OK
+    kvm_works 2>/dev/null && bash -c '. "$1/scripts/lib.sh"; kvm_works 2>/dev/null && echo "$PN_KVM_OK"' _ "$REPO")
+alive boots >/dev/null
+[ "$r" = yes ] && [ "$(wc -l <"$work/boots.pids")" = 1 ]
+tap $? "kvm_works: one probe per run, its answer inherited (got '${r}', $(wc -l <"$work/boots.pids") probe boots)"
+
+# ---- make's choice of headers ----
+hdr=$work/usr-src
+for d in 6.12.9+deb12-amd64 6.12.118+deb12-amd64 6.12.118+deb12-rt-amd64 \
+	6.12.118+deb12-cloud-amd64 6.12.118+deb12-common 6.1.0-57-amd64; do
+	mkdir -p "$hdr/linux-headers-$d"
+	touch "$hdr/linux-headers-$d/Makefile"
+done
+mkdir -p "$work/running"
+touch "$work/running/Makefile"
+kdir_of()	# uname-r running-kdir: make kdir's line
+{
+	make -s -C "$REPO" kdir UNAME_R="$1" HEADERS_DIR="$hdr" RUNNING_KDIR="$2" 2>&1
+}
+check_kdir()	# uname-r running-kdir expected-dir description
+{
+	local out
+	out=$(kdir_of "$1" "$2")
+	case $out in
+	"pcpu_next: KDIR=$3 ("*) tap 0 "make kdir: $4" ;;
+	*) tap 1 "make kdir: $4" "uname -r $1: got: $out; want KDIR=$3" ;;
+	esac
+}
+check_kdir 6.1.0-57-amd64 "$work/none" "$hdr/linux-headers-6.12.118+deb12-amd64" \
+	"no running headers: the newest generic 6.12 (not 6.12.9 by text order, not rt or cloud)"
+check_kdir 6.12.118+deb12-rt-amd64 "$work/none" "$hdr/linux-headers-6.12.118+deb12-rt-amd64" \
+	"no running headers, an rt kernel runs: rt-amd64"
+check_kdir 6.12.118+deb12-cloud-amd64 "$work/none" \
+	"$hdr/linux-headers-6.12.118+deb12-cloud-amd64" \
+	"no running headers, a cloud kernel runs: cloud-amd64"
+check_kdir 6.12.118+deb12-rt-amd64 "$work/running" "$work/running" \
+	"the running kernel's headers when they exist"
+out=$(make -s -C "$REPO" kdir UNAME_R=6.1.0-57-amd64 HEADERS_DIR="$work/empty" \
+	RUNNING_KDIR="$work/none" 2>&1)
+r=$?
+[ $r -ne 0 ] && echo "$out" | grep -q 'no kernel headers'
+tap $? "make kdir: no headers at all fails with one line" "rc $r: $out"
+out=$(make -s -C "$REPO" kdir KDIR=/opt/k 2>&1)
+[ "$out" = "pcpu_next: KDIR=/opt/k (KDIR set by the command line)" ]
+tap $? "make kdir: KDIR= on the command line wins" "$out"
+
+echo "1..$n"
