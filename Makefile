@@ -7,6 +7,10 @@
 #   make kselftest  the selftests in the debug-kernel VM
 #   make rss        mm->rss_stat on a patched kernel, every rss_stat= mode:
 #                   correctness, then the benchmark table (scripts/rss.sh)
+#   make rss-deb    Debian packages of that kernel for a real machine
+#                   (scripts/rss-deb.sh)
+#   make rss-here   the rss benchmarks on the running kernel, one table
+#                   column per boot (scripts/rss-here.sh)
 #
 # KDIR defaults to the running kernel's build directory if it exists, else
 # to the newest installed Debian 6.12 headers of the running kernel's
@@ -72,5 +76,11 @@ kselftest:
 rss:
 	bash scripts/rss.sh
 
-.PHONY: all modules kdir clean deps check demo kselftest rss
+rss-deb:
+	bash scripts/rss-deb.sh
+
+rss-here:
+	bash scripts/rss-here.sh
+
+.PHONY: all modules kdir clean deps check demo kselftest rss rss-deb rss-here
 endif

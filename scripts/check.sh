@@ -21,6 +21,8 @@
 #   stock-rt the same on Debian's PREEMPT_RT kernel (linux-image-*-rt-amd64)
 #   stock72  the same on Debian's own 7.2 image (sid), the module built
 #            against linux-source-7.2 prepared with that image's config
+#   stock73  the same on Debian's 7.3 image (trixie-backports) and
+#            linux-source-7.3
 #   The test kernels (debug, rt, rss) are built from Debian's
 #   linux-source-7.2; Debian's 6.12 keeps the build, stock and stock-rt
 #   lanes.
@@ -63,7 +65,7 @@ set -uo pipefail
 # Lanes that boot a test kernel come last, so that the background
 # builder (below) has the most time to build them; the rt lane, the
 # shortest after its kernel, is the last.
-lanes="build host model stock stock-rt stock72 bench debug hotplug cycles kunitpy rss rt"
+lanes="build host model stock stock-rt stock72 stock73 bench debug hotplug cycles kunitpy rss rt"
 if [ "${1:-}" = --lane ]; then
 	lanes=$2
 fi
@@ -150,6 +152,7 @@ for lane in $lanes; do
 	stock) run_vm stock stock 2 2 stock.sh ;;
 	stock-rt) run_vm stock-rt stock-rt 2 2 stock.sh ;;
 	stock72) run_vm stock72 stock72 2 2 stock.sh ;;
+	stock73) run_vm stock73 stock73 2 2 stock.sh ;;
 	# 4 online of 16 possible: nr_cpu_ids 16, so KASAN watches mm_cid
 	# storage grow past its first block (its dir and ready words) too.
 	debug) run_vm debug debug 4 16 debug.sh ;;

@@ -84,11 +84,11 @@ done
 echo "$abi" > "$CACHE/stock-abi"
 echo "deps: 6.12 ok (stock kernel $abi, source $(dpkg-query -W -f='${Version}' linux-source-6.12))"
 
-# Linux 7.2 from Debian's archive beyond bookworm.  The newest amd64 image
-# of a 7.2 ABI that any suite offers (sid, trixie-backports) is picked,
-# then linux-source-7.2 of that very package version, so that the test
-# kernels, the prepared tree the module is built against and the stock
-# 7.2 image are one source.  Fetched with apt-get download through
+# Linux 7.2 and 7.3 from Debian's archive beyond bookworm.  Per series,
+# the newest amd64 image that any suite offers (sid, trixie-backports)
+# is picked, then linux-source of that very package version, so that
+# the test kernels, the prepared tree the module is built against and
+# the stock image are one source.  Fetched with apt-get download through
 # $APT7's own sources list and unpacked into the cache: never installed.
 mkdir -p "$APT7/lists/partial" "$APT7/cache/archives/partial" "$CACHE/debs"
 kr=/usr/share/keyrings/debian-archive-keyring.gpg
@@ -104,53 +104,66 @@ if ! cmp -s "$APT7/sources.list.new" "$APT7/sources.list" || [ -z "$fresh" ]; th
 	apt7 apt-get update -qq || echo "deps: apt-get update of the 7.2 suites failed" >&2
 fi
 rm -f "$APT7/sources.list.new"
-abi72=$(apt7 apt-cache pkgnames linux-binary-unsigned-7.2. |
-	sed -n 's/^linux-binary-unsigned-\(7\.2\.[0-9]*+deb[0-9]*\)-amd64$/\1/p' |
-	sort -V | tail -n 1)
-ver72=""
-[ -z "$abi72" ] || ver72=$(apt7 apt-cache show "linux-binary-unsigned-$abi72-amd64" |
-	sed -n 's/^Version: //p' | sort -V | tail -n 1)
-if [ -z "$ver72" ]; then
-	abi72=$(cat "$CACHE/k72-abi" 2>/dev/null) || true
-	ver72=$(cat "$CACHE/k72-version" 2>/dev/null) || true
-	[ -n "$abi72" ] && [ -s "$CACHE/debs/linux-source-7.2_${ver72}_all.deb" ] &&
-		[ -s "$CACHE/stock72-$abi72/version" ] ||
-		die "no linux-binary-unsigned-7.2.*-amd64 in sid or trixie-backports, none cached"
-	echo "deps: 7.2 not in the archive now: using the cached $ver72"
-fi
-src72=$CACHE/debs/linux-source-7.2_${ver72}_all.deb
-if [ ! -s "$src72" ]; then
-	echo "deps: fetching linux-source-7.2 $ver72"
-	(cd "$CACHE/debs" && apt7 apt-get download -qq "linux-source-7.2=$ver72" >/dev/null) ||
-		die "linux-source-7.2 $ver72 not in the archive"
-fi
-# Debian's own 7.2 images (amd64, and rt-amd64 when it exists): vmlinuz,
-# its config, and Module.symvers from the headers package (the module of
-# the stock 7.2 lane is built against a tree prepared with that config).
-for flavour in amd64 rt-amd64; do
-	dir=$CACHE/stock72-${flavour%amd64}$abi72
-	# "version" is written last: the image of this very source is complete.
-	[ "$(cat "$dir/version" 2>/dev/null)" = "$ver72" ] && continue
-	if ! apt7 apt-cache show "linux-binary-unsigned-$abi72-$flavour" >/dev/null 2>&1; then
-		[ "$flavour" = amd64 ] && die "no Debian 7.2 amd64 image"
-		continue
+# fetch7 SERIES FLAVOUR...: the newest amd64 image of a SERIES ABI that
+# any suite offers, linux-source-SERIES of that very package version,
+# and Debian's images of the FLAVOURs (amd64; rt-amd64 where it
+# exists): vmlinuz, its config, and Module.symvers from the headers
+# package (a module is built against a tree prepared with that config).
+# Debian's 7.x headers package cannot serve: its tools need a newer libc.
+fetch7()
+{
+	local series=$1 s=${1/./} abi ver src flavour dir deb re
+	shift
+	re="s/^linux-binary-unsigned-\(${series//./\\.}\.[0-9]*+deb[0-9]*\)-amd64$/\1/p"
+	abi=$(apt7 apt-cache pkgnames "linux-binary-unsigned-$series." | sed -n "$re" |
+		sort -V | tail -n 1)
+	ver=""
+	[ -z "$abi" ] || ver=$(apt7 apt-cache show "linux-binary-unsigned-$abi-amd64" |
+		sed -n 's/^Version: //p' | sort -V | tail -n 1)
+	if [ -z "$ver" ]; then
+		abi=$(cat "$CACHE/k$s-abi" 2>/dev/null) || true
+		ver=$(cat "$CACHE/k$s-version" 2>/dev/null) || true
+		[ -n "$abi" ] && [ -s "$CACHE/debs/linux-source-${series}_${ver}_all.deb" ] &&
+			[ -s "$CACHE/stock$s-$abi/version" ] ||
+			die "no linux-binary-unsigned-$series.*-amd64 in sid or trixie-backports, none cached"
+		echo "deps: $series not in the archive now: using the cached $ver"
 	fi
-	echo "deps: fetching Debian's $abi72-$flavour image"
-	rm -rf "$dir" && mkdir -p "$dir/deb"
-	(cd "$dir/deb" && apt7 apt-get download -qq "linux-binary-unsigned-$abi72-$flavour=$ver72" \
-		"linux-base-$abi72-$flavour=$ver72" "linux-headers-$abi72-$flavour=$ver72" >/dev/null) ||
-		die "cannot fetch the $abi72-$flavour image"
-	for deb in "$dir"/deb/*.deb; do
-		dpkg-deb -x "$deb" "$dir/root"
+	src=$CACHE/debs/linux-source-${series}_${ver}_all.deb
+	if [ ! -s "$src" ]; then
+		echo "deps: fetching linux-source-$series $ver"
+		(cd "$CACHE/debs" && apt7 apt-get download -qq "linux-source-$series=$ver" >/dev/null) ||
+			die "linux-source-$series $ver not in the archive"
+	fi
+	for flavour in "$@"; do
+		dir=$CACHE/stock$s-${flavour%amd64}$abi
+		# "version" is written last: the image of this very source is complete.
+		[ "$(cat "$dir/version" 2>/dev/null)" = "$ver" ] && continue
+		if ! apt7 apt-cache show "linux-binary-unsigned-$abi-$flavour" >/dev/null 2>&1; then
+			[ "$flavour" = amd64 ] && die "no Debian $series amd64 image"
+			continue
+		fi
+		echo "deps: fetching Debian's $abi-$flavour image"
+		rm -rf "$dir" && mkdir -p "$dir/deb"
+		(cd "$dir/deb" && apt7 apt-get download -qq "linux-binary-unsigned-$abi-$flavour=$ver" \
+			"linux-base-$abi-$flavour=$ver" "linux-headers-$abi-$flavour=$ver" >/dev/null) ||
+			die "cannot fetch the $abi-$flavour image"
+		for deb in "$dir"/deb/*.deb; do
+			dpkg-deb -x "$deb" "$dir/root"
+		done
+		cp "$dir/root/usr/lib/modules/$abi-$flavour/vmlinuz.unsigned" "$dir/vmlinuz"
+		cp "$dir/root/usr/lib/modules/$abi-$flavour/config" "$dir/config"
+		cp "$dir/root/usr/src/linux-headers-$abi-$flavour/Module.symvers" "$dir/Module.symvers"
+		echo "$abi-$flavour" >"$dir/release"
+		rm -rf "$dir/deb" "$dir/root"
+		echo "$ver" >"$dir/version"
 	done
-	cp "$dir/root/usr/lib/modules/$abi72-$flavour/vmlinuz.unsigned" "$dir/vmlinuz"
-	cp "$dir/root/usr/lib/modules/$abi72-$flavour/config" "$dir/config"
-	cp "$dir/root/usr/src/linux-headers-$abi72-$flavour/Module.symvers" "$dir/Module.symvers"
-	echo "$abi72-$flavour" >"$dir/release"
-	rm -rf "$dir/deb" "$dir/root"
-	echo "$ver72" >"$dir/version"
-done
-echo "$ver72" >"$CACHE/k72-version"
-echo "$abi72" >"$CACHE/k72-abi"
-KSRC_SERIES=7.2 ksrc >/dev/null
-echo "deps: ok (7.2: source $ver72, Debian image $abi72)"
+	echo "$ver" >"$CACHE/k$s-version"
+	echo "$abi" >"$CACHE/k$s-abi"
+	KSRC_SERIES=$series ksrc >/dev/null
+	echo "deps: ok ($series: source $ver, Debian image $abi)"
+}
+
+# 7.2: the test kernels, the rss series, the stock72 lanes.  7.3: the
+# stock73 lane and the series' build check.
+fetch7 7.2 amd64 rt-amd64
+fetch7 7.3 amd64

@@ -11,6 +11,10 @@
 #   within the probe's timeout, and one that prints the init's marker
 #   "yes" at once.  No stand-in may outlive the probe.
 #
+#   make rss-here's pieces: rss/progs/rss_bench.sh's per-op perf
+#   figures from a stand-in perf whose counts are known lines in the
+#   operations, and scripts/rss-here.sh --table of two boots' logs.
+#
 #   make's KDIR (Makefile) in a stand-in /usr/src: the running kernel's
 #   headers first, else the newest Debian 6.12 headers of its flavour
 #   (generic amd64 unless the release ends in -rt-amd64 or
@@ -150,5 +154,65 @@ tap $? "make kdir: no headers at all fails with one line" "rc $r: $out"
 out=$(make -s -C "$REPO" kdir KDIR=/opt/k 2>&1)
 [ "$out" = "pcpu_next: KDIR=/opt/k (KDIR set by the command line)" ]
 tap $? "make kdir: KDIR= on the command line wins" "$out"
+
+# ---- make rss-here's pieces ----
+# A benchmark that does 100 ops/s however long it runs, and a perf that
+# counts 1000 + 7 cycles and 500 + 3 instructions an op, cache misses
+# not at all: the per-op figures must be 7 and 3, setup cancelled.
+cat >"$work/fakebench" <<'EOF2'
+#!/bin/sh
+echo "# fake: $*"
+echo "rss-bench fake 100.000 ops/s"
+EOF2
+cat >"$work/perf" <<'EOF2'
+#!/bin/bash
+[ "$1" = stat ] || exit 1
+shift
+while [ "$1" != -- ]; do
+	[ "$1" != -o ] || o=$2
+	shift
+done
+shift
+s=${*: -1}
+"$@"
+ops=$(echo "100 * $s" | bc)
+{
+	echo "# started"
+	echo "$(echo "1000 + 7 * $ops" | bc),,cycles,1,100.00,,"
+	echo "$(echo "500 + 3 * $ops" | bc),,instructions:u,1,100.00,,"
+	echo "<not counted>,,cache-misses,0,0.00,,"
+} >"$o"
+EOF2
+chmod +x "$work/fakebench" "$work/perf"
+out=$(. "$REPO/rss/progs/rss_bench.sh"; RSS_PERF=$work/perf rb_timed 0.5 "$work/fakebench" --x)
+exp="rss-bench fake 100.000 ops/s
+rss-bench fake.cycles 7.000 cycles
+rss-bench fake.insns 3.000 insns"
+[ "$(echo "$out" | grep '^rss-bench')" = "$exp" ] &&
+	echo "$out" | grep -q '^# perf: cache-misses not counted for fake$' &&
+	echo "$out" | grep -q '^# 2x: rss-bench fake 100.000 ops/s$'
+tap $? "rss_bench.sh: per-op cycles and instructions from two perf runs, setup cancelled" "$out"
+out=$(. "$REPO/rss/progs/rss_bench.sh"; RSS_PERF="" rb_timed 0.5 "$work/fakebench" --x)
+[ "$out" = "# fake: --x --seconds 0.5
+rss-bench fake 100.000 ops/s" ]
+tap $? "rss_bench.sh: without perf a benchmark runs once, as make rss runs it" "$out"
+
+# Two boots' logs (console prefixes, comments) make two columns.
+mkdir -p "$work/here"
+hl()	# column value
+{
+	printf '[ 1.0] === PN-RSS-HERE column=%s shape=4of16 cpus=0-3 online=4 possible=16 perf=no\n' "$1"
+	printf 'rss-bench fork_exit_1 %s ops/s\nrss-bench fork_exit_1.cycles %s cycles\n' "$2" "$3"
+	echo "=== PN-RSS-HERE-END rc=0"
+}
+hl mainline 100.000 2000.000 >"$work/here/a.log"
+hl flat 125.000 1000.000 >"$work/here/b.log"
+echo "no header" >"$work/here/c.log"
+out=$(RSS_HERE_DIR=$work/here bash "$REPO/scripts/rss-here.sh" --table \
+	"$work/here/a.log" "$work/here/b.log" "$work/here/c.log" 2>&1)
+echo "$out" | grep -q '^| fork_exit_1 | 1.00 ±0.00 | 1.25 ±0.00 | 100 ops/s |$' &&
+	echo "$out" | grep -q '^| fork_exit_1.cycles | 1.00 ±0.00 | 2.00 ±0.00 | 2000 cycles |$' &&
+	echo "$out" | grep -q 'c.log: no PN-RSS-HERE line, left out'
+tap $? "rss-here.sh --table: a column per boot, ratios to mainline (ops/s and cycles/op)" "$out"
 
 echo "1..$n"

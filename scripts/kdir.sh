@@ -5,8 +5,8 @@
 # Debian ships no headers package this machine can use.  Cached under
 # $CACHE/kdir/; prints the directory.
 #
-#   kdir.sh debian72 amd64|rt-amd64
-#       linux-source-7.2 with the config of Debian's own 7.2 image of that
+#   kdir.sh debian72|debian73 amd64|rt-amd64
+#       linux-source-7.2 (7.3) with the config of Debian's own image of that
 #       flavour, KERNELRELEASE the image's (vermagic matches; Debian's 7.2
 #       has no MODVERSIONS), modules_prepare, and the image's
 #       Module.symvers.  Debian builds 7.2 with gcc 16 and Rust; gcc 12
@@ -20,14 +20,16 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-kind=${1:?usage: kdir.sh debian72 FLAVOUR | kunit SERIES}
-arg=${2:?usage: kdir.sh debian72 FLAVOUR | kunit SERIES}
+kind=${1:?usage: kdir.sh debian72|debian73 FLAVOUR | kunit SERIES}
+arg=${2:?usage: kdir.sh debian72|debian73 FLAVOUR | kunit SERIES}
 case $kind in
-debian72)
-	img=$CACHE/stock72-${arg%amd64}$(k72_abi)
-	[ -s "$img/config" ] || die "no Debian 7.2 $arg image: run scripts/deps.sh"
+debian72 | debian73)
+	series=${kind#debian}
+	series=${series:0:1}.${series:1}
+	img=$CACHE/stock${kind#debian}-${arg%amd64}$(k7_abi "$series")
+	[ -s "$img/config" ] || die "no Debian $series $arg image: run scripts/deps.sh"
 	release=$(cat "$img/release")
-	export KSRC_SERIES=7.2
+	export KSRC_SERIES=$series
 	bdir=$CACHE/kdir/$release-$(ksrc_version)
 	;;
 kunit)
@@ -35,7 +37,7 @@ kunit)
 	bdir=$CACHE/kdir/kunit-$(ksrc_version)
 	release=""
 	;;
-*) die "kdir.sh: debian72 or kunit" ;;
+*) die "kdir.sh: debian72, debian73 or kunit" ;;
 esac
 if [ -e "$bdir/.prepared" ]; then
 	echo "$bdir"
@@ -57,7 +59,7 @@ mk()
 }
 {
 	case $kind in
-	debian72)
+	debian7*)
 		cp "$img/config" "$bdir/.config"
 		"$src/scripts/config" --file "$bdir/.config" \
 			--set-str SYSTEM_TRUSTED_KEYS "" --set-str SYSTEM_REVOCATION_KEYS "" \
@@ -72,10 +74,10 @@ mk()
 	mk olddefconfig
 	mk -j"$JOBS" modules_prepare
 } >"$log" 2>&1 || { tail -n 40 "$log" >&2; die "$kind $arg tree: modules_prepare failed"; }
-if [ "$kind" = debian72 ]; then
+if [ "$kind" != kunit ]; then
 	cp "$img/Module.symvers" "$bdir/Module.symvers"
 	grep -qx "$release" "$bdir/include/config/kernel.release" ||
-		die "debian72 tree: kernel.release is not $release"
+		die "$kind tree: kernel.release is not $release"
 else
 	grep -q '^CONFIG_KUNIT=y' "$bdir/.config" || die "kunit tree: CONFIG_KUNIT did not survive"
 fi

@@ -32,37 +32,42 @@ apt7()	# apt-get|apt-cache ARGS...
 		-o Acquire::Languages=none -o APT::Sandbox::User=root "$@"
 }
 
-# The 7.2 kernel the test kernels are built from, and Debian's image of
-# it: deps.sh records the source package version (7.2.13-1) and the
-# image ABI (7.2.13+deb14) it picked.
-k72_version()
+# Linux 7.x from Debian's archive: deps.sh records, per series, the
+# source package version it picked (7.2: 7.2.13-1; 7.3: 7.3.4-1~bpo13+1)
+# and the ABI of Debian's image of it (7.2.13+deb14, 7.3.4+deb13).
+# 7.2 is what the test kernels and the rss series are built from; 7.3
+# has a stock lane and a build of the series.
+k7_version()	# series
 {
-	cat "$CACHE/k72-version" 2>/dev/null || die "no 7.2 source picked: run scripts/deps.sh"
+	cat "$CACHE/k${1/./}-version" 2>/dev/null || die "no $1 source picked: run scripts/deps.sh"
 }
 
-k72_abi()
+k7_abi()	# series
 {
-	cat "$CACHE/k72-abi" 2>/dev/null || die "no 7.2 image picked: run scripts/deps.sh"
+	cat "$CACHE/k${1/./}-abi" 2>/dev/null || die "no $1 image picked: run scripts/deps.sh"
 }
 
-# Pristine kernel source of the test kernels: Debian's linux-source-7.2,
-# unpacked once.  KSRC_SERIES=6.12 picks Debian's linux-source-6.12
-# (bookworm) instead, for what has not moved to 7.2.
+k72_version() { k7_version 7.2; }
+k72_abi() { k7_abi 7.2; }
+
+# Pristine kernel source: Debian's linux-source-7.2, unpacked once.
+# KSRC_SERIES=7.3 picks linux-source-7.3 (trixie-backports), 6.12
+# Debian's linux-source-6.12 (bookworm), for what has not moved to 7.2.
 ksrc_version()
 {
 	case ${KSRC_SERIES:-7.2} in
-	7.2) k72_version ;;
+	7.2 | 7.3) k7_version "${KSRC_SERIES:-7.2}" ;;
 	6.12)
 		dpkg-query -W -f='${Version}' linux-source-6.12 2>/dev/null ||
 			die "linux-source-6.12 missing: run scripts/deps.sh"
 		;;
-	*) die "KSRC_SERIES=$KSRC_SERIES: 7.2 or 6.12" ;;
+	*) die "KSRC_SERIES=$KSRC_SERIES: 7.2, 7.3 or 6.12" ;;
 	esac
 }
 
 ksrc()
 {
-	local ver dir
+	local ver dir series
 	ver=$(ksrc_version)
 	dir="$CACHE/src/$ver"
 	if [ ! -e "$dir/.unpacked" ]; then
@@ -74,11 +79,12 @@ ksrc()
 		rm -rf "$dir"
 		mkdir -p "$dir"
 		case ${KSRC_SERIES:-7.2} in
-		7.2)
-			dpkg-deb --fsys-tarfile "$CACHE/debs/linux-source-7.2_${ver}_all.deb" |
-				tar -xO ./usr/src/linux-source-7.2.tar.xz |
+		7.2 | 7.3)
+			series=${KSRC_SERIES:-7.2}
+			dpkg-deb --fsys-tarfile "$CACHE/debs/linux-source-${series}_${ver}_all.deb" |
+				tar -xO "./usr/src/linux-source-$series.tar.xz" |
 				tar -xJ -C "$dir" --strip-components=1 ||
-				die "cannot unpack linux-source-7.2 $ver"
+				die "cannot unpack linux-source-$series $ver"
 			;;
 		6.12)
 			tar -xJf /usr/src/linux-source-6.12.tar.xz -C "$dir" --strip-components=1 ||
@@ -92,14 +98,15 @@ ksrc()
 
 # rss_series: the rss_stat series of rss/patches into the array
 # `patches`, every numbered patch with a diff (not the cover letter);
-# dies unless the test kernels' source is the 7.2 the series is against.
+# dies unless the source is the 7.2 the series is against, or the 7.3
+# it is build-checked on.
 rss_series()
 {
 	local p ver
 	ver=$(ksrc_version)
 	case $ver in
-	7.2.*) ;;
-	*) die "the rss_stat series is against linux-source-7.2, not $ver" ;;
+	7.2.* | 7.3.*) ;;
+	*) die "the rss_stat series is against linux-source-7.2 (or 7.3), not $ver" ;;
 	esac
 	patches=()
 	for p in "$REPO"/rss/patches/[0-9][0-9][0-9][0-9]-*.patch; do

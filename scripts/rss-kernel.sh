@@ -24,8 +24,19 @@
 #                           CONFIG_HOTPLUG_CPU (rss/nohotplug.config,
 #                           cross gcc): compiles the files the series
 #                           touches, no image; prints the build directory
+#   rss-kernel.sh deb       the series alone (no rss/bench/) on Debian's
+#                           own 7.2 config, modules included, +
+#                           rss/rss-alt.config + rss/deb.config: `make
+#                           bindeb-pkg` (make rss-deb); prints the
+#                           directory of the .deb files
+#   rss-kernel.sh deb-config
+#                           that kernel's config only; prints its .config
+#   rss-kernel.sh build73   the series alone (no rss/bench/) on
+#                           linux-source-7.3, allnoconfig + rss/rss.config +
+#                           rss/rss-alt.config: the build check on 7.3
+#                           (7.2 stays the series' base)
 #
-# Every kind also carries the bench-only changes of rss/bench/ (not part
+# Every 7.2 kind also carries the bench-only changes of rss/bench/ (not part
 # of the series; acpi_hotplug_slots: QEMU's CPU hotplug slots count as
 # possible CPUs under TCG), so the control and the modes differ by the
 # series alone.
@@ -37,7 +48,8 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-kind=${1:?usage: rss-kernel.sh patched|debug|control|nohotplug}
+kind=${1:?usage: rss-kernel.sh patched|debug|control|nohotplug|deb|deb-config|build73}
+[ "$kind" != build73 ] || export KSRC_SERIES=7.3
 src=$(ksrc)
 ver=$(ksrc_version)
 rss_series
@@ -93,7 +105,7 @@ patch_tree()
 		fi
 	done <"$tree/.patched-files"
 	for p in "$@"; do
-		patch -d "$tree" -p1 -s --no-backup-if-mismatch <"$p" ||
+		patch -d "$tree" -p1 -s --no-backup-if-mismatch ${fuzz:+-F "$fuzz"} <"$p" ||
 			die "$(basename "$p") does not apply to linux-source $ver"
 	done
 	while read -r f; do
@@ -159,6 +171,23 @@ patched | debug | nohotplug)
 	# shellcheck disable=SC2046,SC2086 # file names, no spaces in them
 	[ "$kind" != debug ] || bkey=$(key_of "${frags[@]}" "${patches[@]}" $(printf "$REPO/kunit/%s " $suites))
 	;;
+deb | deb-config)
+	bash "$REPO/scripts/rss-libpatch.sh" --check >/dev/null ||
+		die "rss/patches/0001 is not this repository's library: run scripts/rss-libpatch.sh"
+	frags=("$REPO/rss/rss-alt.config" "$REPO/rss/deb.config")
+	tree=$CACHE/rss-deb-tree/$ver
+	patch_tree "$tree" "${patches[@]}"
+	bkey=$(key_of "${frags[@]}" "${patches[@]}")
+	;;
+build73)
+	bash "$REPO/scripts/rss-libpatch.sh" --check >/dev/null ||
+		die "rss/patches/0001 is not this repository's library: run scripts/rss-libpatch.sh"
+	frags=("$REPO/rss/rss.config" "$REPO/rss/rss-alt.config")
+	tree=$CACHE/rss-tree/$ver
+	# Offsets, yes; fuzz, no: every hunk's context is 7.3's own.
+	fuzz=0 patch_tree "$tree" "${patches[@]}"
+	bkey=$(key_of "${frags[@]}" "${patches[@]}")
+	;;
 control)
 	frags=("$REPO/rss/bench.config")
 	tree=$CACHE/rss-control-tree/$ver
@@ -168,16 +197,16 @@ control)
 *) die "rss-kernel.sh: unknown kind $kind" ;;
 esac
 
-# The benchmark kernels start from Debian's own 7.2 config; the others
-# from allnoconfig.
+# The benchmark kernels and the packages start from Debian's own 7.2
+# config; the others from allnoconfig.
 base=""
 case $kind in
-patched | control)
+patched | control | deb | deb-config)
 	base=$CACHE/stock72-$(k72_abi)/config
 	[ -s "$base" ] || die "no config of Debian's 7.2 image: run scripts/deps.sh"
 	;;
 esac
-bdir=$CACHE/rss-build/$kind-$ver-$(key_of "${frags[@]}" $base)
+bdir=$CACHE/rss-build/${kind%-config}-$ver-$(key_of "${frags[@]}" $base)
 exec 8>"$bdir.lock"
 flock 8
 flock -u 9
@@ -186,6 +215,10 @@ kmake=(make -C "$tree" O="$bdir")
 if [ "$kind" = nohotplug ]; then
 	kmake+=(ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu-)
 	img=$bdir
+fi
+if [ "$kind" = deb ]; then
+	# bindeb-pkg writes the packages beside the build directory.
+	img=$bdir.debs
 fi
 if [ -e "$bdir/.built-$bkey" ] && [ -e "$img" ]; then
 	echo "$img"
@@ -201,7 +234,7 @@ if [ ! -e "$bdir/.configured" ]; then
 				--set-str SYSTEM_TRUSTED_KEYS "" \
 				--set-str SYSTEM_REVOCATION_KEYS "" --set-str LOCALVERSION ""
 			"${kmake[@]}" olddefconfig
-			"${kmake[@]}" mod2noconfig
+			case $kind in deb*) ;; *) "${kmake[@]}" mod2noconfig ;; esac
 		else
 			"${kmake[@]}" allnoconfig
 		fi
@@ -223,6 +256,10 @@ if [ ! -e "$bdir/.configured" ]; then
 	[ "$missing" = 0 ] || die "rss config not satisfiable"
 	touch "$bdir/.configured"
 fi
+if [ "$kind" = deb-config ]; then
+	echo "$bdir/.config"
+	exit 0
+fi
 log=$bdir/build.log
 echo "rss-kernel.sh: building the $kind rss_stat kernel in $bdir (log: $log)" >&2
 if [ "$kind" = nohotplug ]; then
@@ -230,6 +267,8 @@ if [ "$kind" = nohotplug ]; then
 	# files whose hunks use the new types (mm.h, mm_types.h users)
 	targets=(mm/pcpu_next/ mm/rss_alt.o mm/init-mm.o kernel/fork.o
 		 kernel/sched/fair.o kernel/sched/core.o fs/exec.o)
+elif [ "$kind" = deb ]; then
+	targets=(bindeb-pkg)
 else
 	targets=(bzImage)
 fi
@@ -248,6 +287,12 @@ if [ "$kind" != control ] &&
 		}
 		END { exit !bad }' "$tree/.patched-files" "$log" >&2; then
 	die "the series or the library warns in the kernel build"
+fi
+if [ "$kind" = deb ]; then
+	rm -rf "$img" && mkdir -p "$img"
+	mv "$(dirname "$bdir")"/linux-*"$(cat "$bdir/include/config/kernel.release")"*.deb \
+		"$(dirname "$bdir")"/linux-libc-dev_*.deb "$img"/ 2>/dev/null
+	ls "$img"/linux-image-*.deb >/dev/null 2>&1 || die "bindeb-pkg left no linux-image package"
 fi
 rm -f "$bdir"/.built-*
 touch "$bdir/.built-$bkey"

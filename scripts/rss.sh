@@ -136,12 +136,63 @@ for m in $MODES; do
 	[ $benchonly = 0 ] || break
 	smp=$csmp
 	[ "$m" != mmcid ] || smp=$csmp_mmcid
-	boot "check-$m" "$ckernel" "$smp" "$cpossible" "rss_stat=$m pn_rss=check kunit.enable=0"
+	# make rss-here's runner in two modes of make check: two columns.
+	here=""
+	case $short$m in 1mainline | 1flat) here=" pn_rss_here=1" ;; esac
+	boot "check-$m" "$ckernel" "$smp" "$cpossible" "rss_stat=$m pn_rss=check kunit.enable=0$here"
 	echo "   $m: rc=$? $(grep -cE '^ok [0-9]' "$dir/check-$m.log") ok," \
 		"$(grep -cE '^not ok [0-9]' "$dir/check-$m.log") not ok," \
 		"$(grep -E '^# Bad rss-counter' "$dir/check-$m.log")"
 done
-[ $short = 1 ] && exit $fail
+if [ $short = 1 ]; then
+	# make rss-here's table from the runner's output in the guests.
+	hl=()
+	for m in mainline flat; do
+		case " $MODES " in *" $m "*) hl+=("$dir/check-$m.log") ;; esac
+	done
+	if [ ${#hl[@]} -gt 0 ]; then
+		rm -rf "$dir/here"
+		RSS_HERE_DIR=$dir/here bash "$REPO/scripts/rss-here.sh" --table "${hl[@]}" \
+			>"$dir/here.md" 2>&1
+		r=$?
+		python3 - "$dir/here/table.json" "$r" "${hl[@]}" >"$dir/here.tap" <<'PY'
+import json, re, sys
+path, rc, logs = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+print("1..%d" % (len(logs) + 1))
+n, names, cols = 0, set(), []
+for log in logs:
+    text = open(log, errors="replace").read()
+    hdr = re.search(r"^=== PN-RSS-HERE column=(\S+) shape=(\S+)", text, re.M)
+    end = re.search(r"^=== PN-RSS-HERE-END rc=0", text, re.M)
+    got = set(re.findall(r"^rss-bench (\S+) ", text, re.M))
+    names |= got
+    n += 1
+    ok = hdr and end and len(got) >= 13
+    if hdr:
+        cols.append(hdr.group(1))
+    print("%s %d - make rss-here's runner in %s: %s, %d benchmarks"
+          % ("ok" if ok else "not ok", n, log.split("/")[-1],
+             "column %s, shape %s" % hdr.groups() if hdr else "no header", len(got)))
+try:
+    t = json.load(open(path))
+    tabs = t["tables"] if isinstance(t, dict) else t
+    rows = set(b for tab in tabs for b in tab["benches"])
+    tcols = [m for tab in tabs for m in tab["modes"]]
+    ok = rc == 0 and rows == names and sorted(tcols) == sorted(cols)
+    why = "%d rows for %d benchmarks, columns %s" % (len(rows), len(names), " ".join(tcols))
+except (OSError, ValueError, KeyError, TypeError) as e:
+    ok, why = False, "no table: %s (rc %d)" % (e, rc)
+print("%s %d - make rss-here --table of those logs: %s"
+      % ("ok" if ok else "not ok", n + 1, why))
+PY
+		cat "$dir/here.tap"
+		! grep -q '^not ok' "$dir/here.tap"
+		r=$?
+		[ -z "$runs" ] || echo "rss-here $r tap $dir/here.tap" >>"$runs"
+		[ $r -eq 0 ] || fail=1
+	fi
+	exit $fail
+fi
 
 bash "$REPO/scripts/rss-kernel.sh" control >/dev/null || die "control kernel build"
 # The benchmarks: QEMU's instruction-counted clock (vm.sh --icount), so a

@@ -6,7 +6,8 @@ Usage: rss_table.py [--path-length] [--json FILE] MODE:SHAPE:RUN=LOGFILE...
 
 Each LOGFILE is a whole guest console log (scripts/vm.sh); the benchmarks
 in it printed lines "rss-bench NAME VALUE UNIT" (UNIT "ops/s": higher is
-better; "bytes", "pages" and "insns": lower is better).  Lines may carry a console prefix
+better; "bytes", "pages", "insns", and the per-op "cycles" and
+"misses" of a real machine's perf (rss/progs/rss_bench.sh): lower is better).  Lines may carry a console prefix
 ("[   12.3] ") or carriage returns; a line that names one benchmark twice
 in one log counts as the median of its values.
 
@@ -54,12 +55,12 @@ REF = "mainline"
 AGAIN = "mainline-2nd"
 PATH_LENGTH = False
 UNITS = {"ops/s": True, "bytes": False, "pages": False,
-         "insns": False}  # unit -> higher is better
+         "insns": False, "cycles": False, "misses": False}  # unit -> higher is better
 
 LINE_RE = re.compile(
     r"rss-bench\s+([A-Za-z0-9_.+-]+)\s+"
     r"([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s+"
-    r"(ops/s|bytes|pages|insns)(?=\s|$)")
+    r"(ops/s|bytes|pages|insns|cycles|misses)(?=\s|$)")
 ARG_RE = re.compile(r"^([^:=]+):([^:=]+):([^:=]+)=(.+)$")
 
 

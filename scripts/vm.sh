@@ -6,10 +6,10 @@
 # into the build machine's own kernel.
 #
 #   scripts/vm.sh [options] GUEST_SCRIPT
-#     --kernel stock|stock-rt|stock72|stock72-rt|debug|rt|rss|rss-debug|rss-control
+#     --kernel stock|stock-rt|stock72|stock72-rt|stock73|debug|rt|rss|rss-debug|rss-control
 #                           Debian's 6.12 kernel + headers (default; stock-rt:
 #                           Debian's PREEMPT_RT flavour), Debian's own 7.2
-#                           image with the module built against a tree
+#                           (7.3) image with the module built against a tree
 #                           prepared with its config (scripts/kdir.sh),
 #                           or a 7.2 test kernel built by scripts/kernel.sh from
 #                           scripts/<kernel>.config (debug: KASAN, lockdep,
@@ -139,11 +139,13 @@ stock-rt)
 	kdir=/usr/src/linux-headers-$abi-rt-amd64
 	bzimage=$CACHE/stock-rt-$abi/vmlinuz
 	;;
-stock72 | stock72-rt)
+stock72 | stock72-rt | stock73)
 	flavour=amd64
-	[ "$kind" = stock72 ] || flavour=rt-amd64
-	kdir=$("$REPO/scripts/kdir.sh" debian72 "$flavour")
-	bzimage=$CACHE/stock72-${flavour%amd64}$(k72_abi)/vmlinuz
+	[ "${kind%-rt}" = "$kind" ] || flavour=rt-amd64
+	s=${kind#stock}
+	s=${s%-rt}
+	kdir=$("$REPO/scripts/kdir.sh" "debian$s" "$flavour")
+	bzimage=$CACHE/stock$s-${flavour%amd64}$(k7_abi "${s:0:1}.${s:1}")/vmlinuz
 	;;
 debug | rt)
 	kdir=$("$REPO/scripts/kernel.sh" "$REPO/scripts/$kind.config")
@@ -154,7 +156,7 @@ rss | rss-debug | rss-control)
 	bzimage=$("$REPO/scripts/rss-kernel.sh" "$k")
 	kdir=$(dirname "$bzimage")
 	;;
-*) die "vm.sh: --kernel stock|stock-rt|stock72|stock72-rt|debug|rt|rss|rss-debug|rss-control" ;;
+*) die "vm.sh: --kernel stock|stock-rt|stock72|stock72-rt|stock73|debug|rt|rss|rss-debug|rss-control" ;;
 esac
 [ -d "$kdir" ] && [ -s "$bzimage" ] || die "kernel $kind not available: run scripts/deps.sh"
 

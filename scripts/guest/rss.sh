@@ -10,6 +10,8 @@
 #   pn_rss_secs=S   seconds per benchmark (default 2)
 #   pn_rss_icount=1 the boot runs under QEMU -icount (bench_tick's
 #                   path length)
+#   pn_rss_here=1   with check: then rss/progs/rss_here.sh, make
+#                   rss-here's runner, 0.05 s per benchmark
 . /lib.sh
 
 arg()	# name default
@@ -157,88 +159,18 @@ check)
 	run_tap rss_check_hotplug /rss/rss_check --exact-single --loops 2
 	pn_hotplug_stop
 	echo "# online CPUs after the hotplug step: $(cat /sys/devices/system/cpu/online)"
+	# pn_rss_here=1: make rss-here's runner, as on a real machine,
+	# short; the host checks that its output makes the table.
+	if [ "$(arg pn_rss_here 0)" = 1 ]; then
+		sh /rss/rss_here.sh 0.05 || rc=1
+	fi
 	;;
 bench)
-	# The per-CPU allocator's lock holds per child of bench_fork --mode
-	# $1 (rss/bench/: debugfs percpu_hold, path length under icount),
-	# what the contention model of rss_table.py works from: the
-	# difference of a 0.1 and a 0.3 s run, so that the shell's own
-	# forks and bench_fork's start cancel out.
-	hold_run()	# mode seconds: "children and the six sums"
-	{
-		local f=/sys/kernel/debug/percpu_hold out n mns mn alns aln flns fln
-		echo 1 >$f
-		out=$(/rss/bench_fork --mode "$1" --forkers 1 --true /rss/true --seconds "$2") ||
-			return 1
-		read -r mns mn alns aln flns fln <$f
-		echo 0 >$f
-		n=$(echo "$out" | sed -n 's/^# [a-z_0-9]*: \([0-9]*\) children.*/\1/p')
-		[ -n "$fln" ] && [ -n "$n" ] || return 1
-		echo "$n $mns $mn $alns $aln $flns $fln"
-	}
-	bench_hold()	# mode
-	{
-		local a b
-		if [ ! -w /sys/kernel/debug/percpu_hold ]; then
-			echo "# no debugfs percpu_hold: no hold times"
-			return
-		fi
-		if ! a=$(hold_run "$1" 0.1) || ! b=$(hold_run "$1" 0.3); then
-			echo "# hold $1: a run failed"
-			return
-		fi
-		echo "$a $b" | awk -v m="$1" '{
-			dn = $8 - $1
-			if (dn <= 0)
-				exit 1
-			printf "rss-bench hold_mutex_fork_%s %.3f insns\n", m, ($9 - $2) / dn
-			printf "rss-bench hold_alloc_lock_fork_%s %.3f insns\n", m, ($11 - $4) / dn
-			printf "rss-bench hold_free_lock_fork_%s %.3f insns\n", m, ($13 - $6) / dn
-			fmt = "# hold %s: %d children apart; per child: pcpu_alloc_mutex %.2f, pcpu_lock %.2f + %.2f times\n"
-			printf fmt, m, dn, ($10 - $3) / dn, ($12 - $5) / dn, ($14 - $7) / dn
-		}' || echo "# hold $1: the runs did not differ in children"
-	}
+	# rss/progs/rss_bench.sh: the same list make rss-here runs on a
+	# real machine.
+	. /rss/rss_bench.sh
 	echo "=== PN-RSS-BENCH-BEGIN mode=$mode cpus=$(nproc) possible=$(cat /sys/devices/system/cpu/possible)"
-	# Memory first: before the fork benchmarks leave free populated
-	# per-CPU pages and constructed objects behind (rss/progs/README).
-	/rss/bench_mem --children 512
-	/rss/bench_mem --children 512 --threads-per-child 4
-	/rss/bench_fork --mode exec --forkers 1 --true /rss/true --seconds "$secs"
-	/rss/bench_fork --mode exec --forkers 4 --true /rss/true --seconds "$secs"
-	/rss/bench_fork --mode exit --forkers 1 --seconds "$secs"
-	/rss/bench_fork --mode exit --forkers 1 --threads 4 --seconds "$secs"
-	/rss/bench_fork --mode spawn --forkers 1 --true /rss/true --seconds "$secs"
-	bench_hold exit
-	bench_hold exec
-	/rss/bench_thread --seconds "$secs"
-	/rss/bench_fault --threads 1 --seconds "$secs"
-	/rss/bench_fault --threads 4 --seconds "$secs"
-	/rss/bench_status --seconds "$secs"
-	/rss/bench_oom --children 1000 --seconds "$secs"
-	/rss/bench_drift
-	# The tick's RSS read (TASK_XACCT): a process spins secs x 10^9
-	# instructions of a user loop.  Its path length needs the
-	# instruction-counted clock (rss.sh says so: pn_rss_icount=1).  One
-	# thread only.  Beside three sleeping threads of its process the
-	# same loop measured 0.6 to 1.7 million instructions a tick, with
-	# hundreds of function-call IPIs (CAL in /proc/interrupts): not a
-	# path length.  With the other CPUs offline even one thread
-	# measured 0.8 million: offline vCPUs are not idle under QEMU.
-	# The clock counts every CPU: let what the benchmarks above left
-	# running settle first.
-	ic=""
-	[ "$(arg pn_rss_icount 0)" = 1 ] && ic=--icount
-	sleep 1
-	/rss/bench_tick --threads 1 --loops "$(awk -v s="$secs" 'BEGIN { printf "%d", s * 1e9 / 2 }')" $ic
-	# Reclaim into zram and back; swap is on for these two only.
-	if echo 64M 2>/dev/null >/sys/block/zram0/disksize && mkswap /dev/zram0 >/dev/null &&
-		swapon /dev/zram0; then
-		/rss/bench_reclaim --mode pageout --seconds "$secs"
-		/rss/bench_reclaim --mode swapin --seconds "$secs"
-		swapoff /dev/zram0
-	else
-		echo "# no zram swap: no reclaim benchmarks"
-	fi
+	rss_bench_all /rss "$secs" "$(arg pn_rss_icount 0)" 1
 	echo "=== PN-RSS-BENCH-END"
 	;;
 *)
