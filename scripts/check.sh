@@ -56,6 +56,9 @@
 #            under random CPU hotplug), the kernel's mm selftests that
 #            run under busybox, no "Bad rss-counter state"
 #            (scripts/rss.sh --short)
+#   rss73    the build check on 7.3: the series applies to
+#            linux-source-7.3 without fuzz and the patched kernel builds
+#            (scripts/rss-kernel.sh build73; 7.2 stays the series' base)
 #
 # `scripts/check.sh --lane NAME` runs one lane (kselftest: the selftests
 # alone in the debug VM).  Exit status: non-zero on any failure or splat.
@@ -65,7 +68,7 @@ set -uo pipefail
 # Lanes that boot a test kernel come last, so that the background
 # builder (below) has the most time to build them; the rt lane, the
 # shortest after its kernel, is the last.
-lanes="build host model stock stock-rt stock72 stock73 bench debug hotplug cycles kunitpy rss rt"
+lanes="build host model stock stock-rt stock72 stock73 bench debug hotplug cycles kunitpy rss rt rss73"
 if [ "${1:-}" = --lane ]; then
 	lanes=$2
 fi
@@ -85,6 +88,7 @@ kernels=""
 case " $lanes " in *" debug "* | *" hotplug "* | *" cycles "* | *" kselftest "*) kernels=debug ;; esac
 case " $lanes " in *" kunitpy "* | *" rss "*) kernels="$kernels rss" ;; esac
 case " $lanes " in *" rt "*) kernels="$kernels rt" ;; esac
+case " $lanes " in *" rss73 "*) kernels="$kernels rss73" ;; esac
 prebuild()
 {
 	local k rc
@@ -95,6 +99,7 @@ prebuild()
 		debug) bash "$REPO/scripts/kernel.sh" ;;
 		rt) bash "$REPO/scripts/kernel.sh" "$REPO/scripts/rt.config" ;;
 		rss) bash "$REPO/scripts/rss-kernel.sh" debug ;;
+		rss73) bash "$REPO/scripts/rss-kernel.sh" build73 ;;
 		esac
 		rc=$?
 		echo "prebuild: $k kernel done, status $rc ($(date +%T))"
@@ -214,6 +219,22 @@ for lane in $lanes; do
 		echo "== lane rss: scripts/rss.sh --short (every rss_stat= mode)"
 		RSS_MODES="mainline lazy lazy-tree tree mmcid cache flat" \
 			bash "$REPO/scripts/rss.sh" --short --runs "$runs" 2>&1 | sed 's/^/   /'
+		;;
+	rss73)
+		echo "== lane rss73: the series on linux-source-7.3 (scripts/rss-kernel.sh build73)"
+		{
+			echo "1..1"
+			v=$(KSRC_SERIES=7.3 ksrc_version)
+			if bash "$REPO/scripts/rss-kernel.sh" build73 >"$OUT/rss73.log" 2>&1; then
+				echo "ok 1 - rss/patches apply to linux-source-7.3 $v without fuzz; the patched kernel builds, no warning in the series' files"
+			else
+				echo "not ok 1 - rss/patches on linux-source-7.3 $v"
+				tail -n 20 "$OUT/rss73.log" | sed 's/^/# /'
+			fi
+		} >"$OUT/rss73.tap"
+		sed 's/^/   /' "$OUT/rss73.tap"
+		! grep -q '^not ok' "$OUT/rss73.tap"
+		echo "rss73 $? tap $OUT/rss73.tap" >>"$runs"
 		;;
 	*) die "unknown lane $lane" ;;
 	esac

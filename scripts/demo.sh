@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # make demo: boot Debian's stock kernel under QEMU (-icount, or KVM where
-# /dev/kvm works: lib.sh bench_instrument), load pcpu_next,
+# a KVM guest boots: lib.sh bench_instrument), load pcpu_next,
 # run every stress and every benchmark, print their results; first with
 # 4 online CPUs, then with 4 online out of 64 possible CPUs.  The module is
 # built with its fast-path statistics (CONFIG_PCPU_NEXT_STATS), so the
