@@ -12,6 +12,11 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 bash "$REPO/scripts/deps.sh" >/dev/null || die "scripts/deps.sh failed"
+# 7.2's bindeb-pkg runs debhelper (dh_listpackages, dh_builddeb).
+if ! command -v dh_listpackages >/dev/null; then
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+		debhelper >/dev/null || die "cannot install debhelper"
+fi
 echo "rss-deb: building; on 2 cores Debian's config takes hours" \
 	"(log: $CACHE/rss-build/deb-*/build.log)"
 debs=$(bash "$REPO/scripts/rss-kernel.sh" deb) || die "the package build failed"
@@ -39,4 +44,6 @@ On the machine to measure (as root):
 
 Or add rss_stat=MODE to GRUB_CMDLINE_LINUX in /etc/default/grub,
 update-grub and reboot.  Without rss_stat= the kernel runs mainline.
+The kernel is not signed for Secure Boot: with Secure Boot (or kernel
+lockdown) on, neither kexec nor the boot loader takes it.
 EOF

@@ -14,8 +14,8 @@
 #                                       the table only, of LOGs (default:
 #                                       every kept run)
 #
-# Kept runs: $RSS_HERE_DIR (default .out/rss-here), one log a run,
-# <column>-<shape>-<n>.log.  The table is scripts/rss_table.py's, the
+# Kept runs: $RSS_HERE_DIR/runs (default .out/rss-here/runs), one log a
+# finished run, <column>-<shape>-<n>.log.  The table is scripts/rss_table.py's, the
 # machine's clock: ops/s and per-op cycles, instructions and cache
 # misses relative to the rss_stat=mainline column, above 1 is better.
 # Passed to rss_here.sh: RSS_SECS (seconds per benchmark, default 1),
@@ -57,12 +57,12 @@ table()
 	python3 "$REPO/scripts/rss_table.py" --json "$dir/table.json" "${args[@]}"
 }
 
-mkdir -p "$dir" || die "cannot create $dir"
+mkdir -p "$dir/runs" || die "cannot create $dir/runs"
 if [ "${1:-}" = --table ]; then
 	shift
 	if [ $# -eq 0 ]; then
-		set -- "$dir"/*.log
-		[ -e "$1" ] || die "no runs in $dir: run make rss-here first"
+		set -- "$dir"/runs/*.log
+		[ -e "$1" ] || die "no runs in $dir/runs: run make rss-here first"
 	fi
 	table "$@"
 	exit
@@ -73,17 +73,19 @@ fi
 progs=$dir/progs
 make -s -C "$REPO/rss/progs" OUTPUT="$progs" >"$dir/progs.log" 2>&1 ||
 	{ tail -n 20 "$dir/progs.log" >&2; die "rss/progs build failed (gcc, libc6-dev)"; }
-run=$dir/run.log
+# A run counts once it finished without a failed benchmark.
+run=$dir/run.tmp
 sh "$progs/rss_here.sh" "${RSS_SECS:-1}" 2>&1 | tee "$run"
-grep -q '^=== PN-RSS-HERE-END rc=0' "$run" || die "the run did not finish: $run"
+grep -q '^=== PN-RSS-HERE-END rc=0' "$run" ||
+	die "the run did not finish or a benchmark failed: $run (not kept)"
 hdr=$(grep -m 1 '^=== PN-RSS-HERE ' "$run")
 col=$(sed -n 's/.* column=\([^ ]*\).*/\1/p' <<<"$hdr")
 shape=$(sed -n 's/.* shape=\([^ ]*\).*/\1/p' <<<"$hdr")
 n=1
-while [ -e "$dir/$col-$shape-$n.log" ]; do
+while [ -e "$dir/runs/$col-$shape-$n.log" ]; do
 	n=$((n + 1))
 done
-mv "$run" "$dir/$col-$shape-$n.log"
-echo "rss-here: kept as $dir/$col-$shape-$n.log"
+mv "$run" "$dir/runs/$col-$shape-$n.log"
+echo "rss-here: kept as $dir/runs/$col-$shape-$n.log"
 echo
-table "$dir"/*.log
+table "$dir"/runs/*.log

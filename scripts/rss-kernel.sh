@@ -36,7 +36,7 @@
 #                           rss/rss-alt.config: the build check on 7.3
 #                           (7.2 stays the series' base)
 #
-# Every 7.2 kind also carries the bench-only changes of rss/bench/ (not part
+# The 7.2 kinds but deb also carry the bench-only changes of rss/bench/ (not part
 # of the series; acpi_hotplug_slots: QEMU's CPU hotplug slots count as
 # possible CPUs under TCG), so the control and the modes differ by the
 # series alone.
@@ -49,7 +49,11 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 kind=${1:?usage: rss-kernel.sh patched|debug|control|nohotplug|deb|deb-config|build73}
-[ "$kind" != build73 ] || export KSRC_SERIES=7.3
+if [ "$kind" = build73 ]; then
+	export KSRC_SERIES=7.3
+elif [ "${KSRC_SERIES:-7.2}" != 7.2 ]; then
+	die "rss-kernel.sh $kind: the series' base is 7.2, not KSRC_SERIES=$KSRC_SERIES"
+fi
 src=$(ksrc)
 ver=$(ksrc_version)
 rss_series
@@ -269,6 +273,10 @@ if [ "$kind" = nohotplug ]; then
 		 kernel/sched/fair.o kernel/sched/core.o fs/exec.o)
 elif [ "$kind" = deb ]; then
 	targets=(bindeb-pkg)
+	# bindeb-pkg writes beside the build directory: no package of an
+	# earlier build may be taken for this one's.
+	rm -f "$(dirname "$bdir")"/linux-*.deb "$(dirname "$bdir")"/linux-*.buildinfo \
+		"$(dirname "$bdir")"/linux-*.changes
 else
 	targets=(bzImage)
 fi

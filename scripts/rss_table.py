@@ -9,7 +9,8 @@ in it printed lines "rss-bench NAME VALUE UNIT" (UNIT "ops/s": higher is
 better; "bytes", "pages", "insns", and the per-op "cycles" and
 "misses" of a real machine's perf (rss/progs/rss_bench.sh): lower is better).  Lines may carry a console prefix
 ("[   12.3] ") or carriage returns; a line that names one benchmark twice
-in one log counts as the median of its values.
+in one log counts as the median of its values.  A result line starts
+its line, after at most the console prefix.
 
 One markdown table per SHAPE (in first-seen order): a row per benchmark
 (first-seen order), a column per MODE (command-line order).  A cell is
@@ -57,8 +58,10 @@ PATH_LENGTH = False
 UNITS = {"ops/s": True, "bytes": False, "pages": False,
          "insns": False, "cycles": False, "misses": False}  # unit -> higher is better
 
+# At the start of a line, after at most a console prefix: a comment
+# that quotes a result ("# 2x: ...", rss_bench.sh) is not one.
 LINE_RE = re.compile(
-    r"rss-bench\s+([A-Za-z0-9_.+-]+)\s+"
+    r"^(?:\[[^\]]*\]\s*)?rss-bench\s+([A-Za-z0-9_.+-]+)\s+"
     r"([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s+"
     r"(ops/s|bytes|pages|insns|cycles|misses)(?=\s|$)")
 ARG_RE = re.compile(r"^([^:=]+):([^:=]+):([^:=]+)=(.+)$")

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # The benchmarks of `make rss`, in their order, on the running kernel.
 # Sourced, not run: by the rss guest (scripts/guest/rss.sh, busybox sh)
-# and by scripts/rss-here.sh on a real machine (bash).  POSIX sh.
+# and by rss_here.sh, make rss-here's runner (sh).  POSIX sh.
 #
 #   rss_bench_all PROGS SECS ICOUNT RECLAIM
 #	PROGS    the directory of rss/progs' static programs
@@ -16,12 +16,14 @@
 # instructions, cache-misses; children included).  The difference of
 # the two runs over the difference of their operations is the cost of
 # one operation, setup cancelled: "rss-bench NAME.cycles V cycles",
-# "NAME.insns V insns", "NAME.misses V misses".
+# "NAME.insns V insns", "NAME.misses V misses".  Children and threads
+# count too: status_read_4f's include its four faulters.
+# rss_bench_all returns 1 if a benchmark program failed.
 
 # rb_timed SECS PROGRAM ARGS...: PROGRAM ARGS --seconds SECS
 rb_timed()
 {
-	local s=$1 out1 out2 d
+	local s=$1 out1 out2 d r=0
 	shift
 	if [ -z "${RSS_PERF:-}" ]; then
 		"$@" --seconds "$s"
@@ -29,11 +31,12 @@ rb_timed()
 	fi
 	d=$(mktemp -d) || return 1
 	out1=$("$RSS_PERF" stat -x, -e cycles,instructions,cache-misses -o "$d/1" -- \
-		"$@" --seconds "$s")
+		"$@" --seconds "$s") || r=1
 	echo "$out1"
 	out2=$("$RSS_PERF" stat -x, -e cycles,instructions,cache-misses -o "$d/2" -- \
-		"$@" --seconds "$(awk -v s="$s" 'BEGIN { print 2 * s }')")
-	echo "$out2" | sed 's/^rss-bench /# 2x: rss-bench /'
+		"$@" --seconds "$(awk -v s="$s" 'BEGIN { print 2 * s }')") || r=1
+	# (not a result line: the table must not count it)
+	echo "$out2" | sed 's/^rss-bench /# 2x: /'
 	# perf -x, lines: "value,unit,event,..."; "<not counted>" stays out.
 	{ echo "$out1"; echo "@"; echo "$out2"; echo "@"; cat "$d/1"; echo "@"; cat "$d/2"; } |
 		awk -F, -v s="$s" '
@@ -45,9 +48,13 @@ rb_timed()
 			next
 		}
 		part >= 2 && $1 ~ /^[0-9.]+$/ {
+			# "cycles:u"; on hybrid CPUs "cpu_core/cycles/" and
+			# "cpu_atom/cycles/", summed
 			ev = $3
 			sub(/:.*/, "", ev)
-			c[part - 2, ev] = $1
+			sub(/^cpu_[a-z]+\//, "", ev)
+			sub(/\/$/, "", ev)
+			c[part - 2, ev] += $1
 		}
 		END {
 			if (name == "" || !(ops[1] > ops[0])) {
@@ -64,6 +71,7 @@ rb_timed()
 			}
 		}'
 	rm -rf "$d"
+	return $r
 }
 
 # The per-CPU allocator's lock holds per child of bench_fork --mode $1
@@ -109,25 +117,25 @@ rb_hold()	# progs mode
 
 rss_bench_all()	# progs secs icount reclaim
 {
-	local p=$1 secs=$2 ic=""
+	local p=$1 secs=$2 ic="" rc=0
 
 	# Memory first: before the fork benchmarks leave free populated
 	# per-CPU pages and constructed objects behind (rss/progs/README).
-	"$p/bench_mem" --children 512
-	"$p/bench_mem" --children 512 --threads-per-child 4
-	rb_timed "$secs" "$p/bench_fork" --mode exec --forkers 1 --true "$p/true"
-	rb_timed "$secs" "$p/bench_fork" --mode exec --forkers 4 --true "$p/true"
-	rb_timed "$secs" "$p/bench_fork" --mode exit --forkers 1
-	rb_timed "$secs" "$p/bench_fork" --mode exit --forkers 1 --threads 4
-	rb_timed "$secs" "$p/bench_fork" --mode spawn --forkers 1 --true "$p/true"
+	"$p/bench_mem" --children 512 || rc=1
+	"$p/bench_mem" --children 512 --threads-per-child 4 || rc=1
+	rb_timed "$secs" "$p/bench_fork" --mode exec --forkers 1 --true "$p/true" || rc=1
+	rb_timed "$secs" "$p/bench_fork" --mode exec --forkers 4 --true "$p/true" || rc=1
+	rb_timed "$secs" "$p/bench_fork" --mode exit --forkers 1 || rc=1
+	rb_timed "$secs" "$p/bench_fork" --mode exit --forkers 1 --threads 4 || rc=1
+	rb_timed "$secs" "$p/bench_fork" --mode spawn --forkers 1 --true "$p/true" || rc=1
 	rb_hold "$p" exit
 	rb_hold "$p" exec
-	rb_timed "$secs" "$p/bench_thread"
-	rb_timed "$secs" "$p/bench_fault" --threads 1
-	rb_timed "$secs" "$p/bench_fault" --threads 4
-	rb_timed "$secs" "$p/bench_status"
-	rb_timed "$secs" "$p/bench_oom" --children 1000
-	"$p/bench_drift"
+	rb_timed "$secs" "$p/bench_thread" || rc=1
+	rb_timed "$secs" "$p/bench_fault" --threads 1 || rc=1
+	rb_timed "$secs" "$p/bench_fault" --threads 4 || rc=1
+	rb_timed "$secs" "$p/bench_status" || rc=1
+	rb_timed "$secs" "$p/bench_oom" --children 1000 || rc=1
+	"$p/bench_drift" || rc=1
 	# The tick's RSS read (TASK_XACCT): a process spins secs x 10^9
 	# instructions of a user loop.  Its path length needs the
 	# instruction-counted clock; elsewhere bench_tick prints "#" lines
@@ -140,16 +148,18 @@ rss_bench_all()	# progs secs icount reclaim
 	# benchmarks above left running settle first.
 	[ "$3" != 1 ] || ic=--icount
 	sleep 1
-	"$p/bench_tick" --threads 1 --loops "$(awk -v s="$secs" 'BEGIN { printf "%d", s * 1e9 / 2 }')" $ic
+	"$p/bench_tick" --threads 1 --loops "$(awk -v s="$secs" 'BEGIN { printf "%d", s * 1e9 / 2 }')" $ic ||
+		rc=1
 	# Reclaim into zram and back; swap is on for these two only.
 	if [ "$4" != 1 ]; then
 		echo "# reclaim not asked for: no reclaim benchmarks"
 	elif echo 64M 2>/dev/null >/sys/block/zram0/disksize && mkswap /dev/zram0 >/dev/null &&
 		swapon /dev/zram0; then
-		rb_timed "$secs" "$p/bench_reclaim" --mode pageout
-		rb_timed "$secs" "$p/bench_reclaim" --mode swapin
+		rb_timed "$secs" "$p/bench_reclaim" --mode pageout || rc=1
+		rb_timed "$secs" "$p/bench_reclaim" --mode swapin || rc=1
 		swapoff /dev/zram0
 	else
 		echo "# no zram swap: no reclaim benchmarks"
 	fi
+	return $rc
 }

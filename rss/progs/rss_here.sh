@@ -20,7 +20,8 @@
 #
 # Prints a header line "=== PN-RSS-HERE column=C shape=S ...", the
 # benchmarks' "rss-bench NAME VALUE UNIT" lines and "#" comments, then
-# "=== PN-RSS-HERE-END rc=N".  Times are the machine's clock
+# "=== PN-RSS-HERE-END rc=N", N 1 if a benchmark program failed (also
+# the exit status).  Times are the machine's clock
 # (CLOCK_MONOTONIC).
 set -u
 dir=$(cd "$(dirname "$0")" && pwd)
@@ -84,4 +85,6 @@ echo "=== PN-RSS-HERE column=$col shape=$shape cpus=$allowed online=$online" \
 	"possible=$possible kernel=$(uname -r) secs=$secs perf=${perf:+yes}${perf:-no}"
 . "$dir/rss_bench.sh"
 RSS_PERF=$perf rss_bench_all "$dir" "$secs" 0 "${RSS_RECLAIM:-0}"
-echo "=== PN-RSS-HERE-END rc=$?"
+rc=$?
+echo "=== PN-RSS-HERE-END rc=$rc"
+exit $rc
