@@ -10,6 +10,9 @@
 #	RECLAIM  1: reclaim into a 64 MiB zram swap and back (zram0 must
 #	         be free), else 0
 #
+# RSS_MEM_CHILDREN (default 512) and RSS_OOM_CHILDREN (default 1000) size
+# bench_mem and bench_oom; make check's short run takes fewer.
+#
 # Every result is a line "rss-bench NAME VALUE UNIT" (rss/progs/README).
 # With RSS_PERF set to a perf binary, each timed benchmark also runs a
 # second time for 2 x SECS, both under `perf stat` (cycles,
@@ -121,8 +124,8 @@ rss_bench_all()	# progs secs icount reclaim
 
 	# Memory first: before the fork benchmarks leave free populated
 	# per-CPU pages and constructed objects behind (rss/progs/README).
-	"$p/bench_mem" --children 512 || rc=1
-	"$p/bench_mem" --children 512 --threads-per-child 4 || rc=1
+	"$p/bench_mem" --children "${RSS_MEM_CHILDREN:-512}" || rc=1
+	"$p/bench_mem" --children "${RSS_MEM_CHILDREN:-512}" --threads-per-child 4 || rc=1
 	rb_timed "$secs" "$p/bench_fork" --mode exec --forkers 1 --true "$p/true" || rc=1
 	rb_timed "$secs" "$p/bench_fork" --mode exec --forkers 4 --true "$p/true" || rc=1
 	rb_timed "$secs" "$p/bench_fork" --mode exit --forkers 1 || rc=1
@@ -134,7 +137,7 @@ rss_bench_all()	# progs secs icount reclaim
 	rb_timed "$secs" "$p/bench_fault" --threads 1 || rc=1
 	rb_timed "$secs" "$p/bench_fault" --threads 4 || rc=1
 	rb_timed "$secs" "$p/bench_status" || rc=1
-	rb_timed "$secs" "$p/bench_oom" --children 1000 || rc=1
+	rb_timed "$secs" "$p/bench_oom" --children "${RSS_OOM_CHILDREN:-1000}" || rc=1
 	"$p/bench_drift" || rc=1
 	# The tick's RSS read (TASK_XACCT): a process spins secs x 10^9
 	# instructions of a user loop.  Its path length needs the

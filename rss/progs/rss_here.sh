@@ -7,6 +7,8 @@
 # directory holds rss/progs' static programs and rss_bench.sh.  Root.
 #
 #   SECS          seconds per timed benchmark (default 1)
+#   RSS_MEM_CHILDREN, RSS_OOM_CHILDREN
+#                 sizes of two benchmarks (rss/progs/rss_bench.sh)
 #   RSS_CPUS      the CPUs to pin the run to, a taskset list; default the
 #                 first 4 this process may use (make rss's 4 online);
 #                 "all": no pinning
@@ -70,6 +72,10 @@ shape=${pinned}of$possible
 # perf counts here if `perf stat -e cycles true` gives a number (not
 # "<not supported>", as in many VMs).
 perf=${RSS_PERF:-perf}
+if [ "$perf" != no ] && ! command -v "$perf" >/dev/null 2>&1; then
+	echo "# perf: no $perf here: no cycles or misses"
+	perf=no
+fi
 if [ "$perf" != no ]; then
 	t=$(mktemp)
 	"$perf" stat -x, -e cycles -o "$t" true >/dev/null 2>&1 &&

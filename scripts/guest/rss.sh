@@ -10,8 +10,8 @@
 #   pn_rss_secs=S   seconds per benchmark (default 2)
 #   pn_rss_icount=1 the boot runs under QEMU -icount (bench_tick's
 #                   path length)
-#   pn_rss_here=1   with check: then rss/progs/rss_here.sh, make
-#                   rss-here's runner, 0.05 s per benchmark
+#   pn_rss_here=1   with check: also rss/progs/rss_here.sh, make
+#                   rss-here's runner, short
 . /lib.sh
 
 arg()	# name default
@@ -155,15 +155,17 @@ check)
 	# only would fail here; flat's sum the CPUs the mm used, offline or
 	# not; mmcid's slots follow cids, not CPUs.
 	# Afterwards every CPU is online.
+	# pn_rss_here=1: make rss-here's runner, as on a real machine,
+	# short (0.05 s a benchmark, 64 and 100 children); the host checks
+	# that its output makes the table.  Before the hotplug step, so
+	# with the boot's own CPUs online.
+	if [ "$(arg pn_rss_here 0)" = 1 ]; then
+		RSS_MEM_CHILDREN=64 RSS_OOM_CHILDREN=100 sh /rss/rss_here.sh 0.05 || rc=1
+	fi
 	pn_hotplug_start
 	run_tap rss_check_hotplug /rss/rss_check --exact-single --loops 2
 	pn_hotplug_stop
 	echo "# online CPUs after the hotplug step: $(cat /sys/devices/system/cpu/online)"
-	# pn_rss_here=1: make rss-here's runner, as on a real machine,
-	# short; the host checks that its output makes the table.
-	if [ "$(arg pn_rss_here 0)" = 1 ]; then
-		sh /rss/rss_here.sh 0.05 || rc=1
-	fi
 	;;
 bench)
 	# rss/progs/rss_bench.sh: the same list make rss-here runs on a
