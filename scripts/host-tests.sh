@@ -85,8 +85,8 @@ alive()	# stand-in: its processes still running, if any
 	local p left="" i
 	for p in $(cat "$work/$1.pids" 2>/dev/null); do
 		# A SIGKILL sent as the probe returned takes effect when the
-		# process next runs: give it up to 2 s.
-		for ((i = 0; i < 20; i++)); do
+		# process next runs: give it up to 5 s.
+		for ((i = 0; i < 50; i++)); do
 			running "$p" || break
 			sleep 0.1
 		done
@@ -100,12 +100,13 @@ for s in abort dies-hangs dies-exits hangs hangs-deaf banner-dies boots; do
 	[ "$s" != boots ] || want=yes
 	read -r got took < <(probe "$s")
 	left=$(alive "$s")
-	# The bound is the probe's own timeout plus its kill grace: the
+	# The bound is the probe's own timeout, its 1 s kill grace and a
+	# margin of 3 s for a loaded host (it is not a benchmark): the
 	# stand-ins that hang are stopped by timeout(1), not by luck
 	# (hangs-deaf ignores SIGTERM: timeout's -k 1 kills it).
 	if [ "$got" = "$want" ] && [ -z "$left" ] &&
-		[ "$(echo "$took < $secs + 2" | bc)" = 1 ]; then
-		tap 0 "kvm probe: stand-in '$s' gets $want ($took s, within ${secs} s + 2)"
+		[ "$(echo "$took < $secs + 4" | bc)" = 1 ]; then
+		tap 0 "kvm probe: stand-in '$s' gets $want ($took s, within ${secs} s + 4)"
 	else
 		tap 1 "kvm probe: stand-in '$s' gets $want" \
 			"got $got after $took s; still running:${left:- none}"
@@ -245,5 +246,30 @@ echo "$out" | grep -q '^| fork_exit_1 | 1.00 ±0.00 | 1.25 ±0.00 | 100 ops/s |$
 	echo "$out" | grep -q '^| fork_exit_1.cycles | 1.00 ±0.00 | 2.00 ±0.00 | 2000 cycles |$' &&
 	echo "$out" | grep -q 'c.log: no PN-RSS-HERE line, left out'
 tap $? "rss-here.sh --table: a column per boot, ratios to mainline (ops/s and cycles/op)" "$out"
+
+# The choice, used: top-level `make` in a copy of this tree (not the
+# checkout: its objects would mislead build_module's copies) builds
+# for the headers `make kdir` names, and the module's vermagic is that
+# kernel's, not the rt flavour's.
+if abi=$(cat "$CACHE/stock-abi" 2>/dev/null) &&
+	[ -d "/usr/src/linux-headers-$abi-amd64" ]; then
+	mkdir -p "$work/src"
+	rsync -a --exclude .git --exclude .out --exclude 'selftests/out' "$REPO"/ "$work/src"/
+	want=/usr/src/linux-headers-$abi-amd64
+	line=$(mk -s -C "$work/src" kdir UNAME_R=6.1.0-57-amd64 RUNNING_KDIR="$work/none" 2>&1)
+	if mk -C "$work/src" UNAME_R=6.1.0-57-amd64 RUNNING_KDIR="$work/none" \
+		PCPU_NEXT_TORTURE=n >"$work/make.log" 2>&1; then
+		vm=$(modinfo -F vermagic "$work/src/pcpu_next.ko")
+		case "$line|$vm" in
+		"pcpu_next: KDIR=$want ("*"|$abi-amd64 SMP preempt "*) r=0 ;;
+		*) r=1 ;;
+		esac
+	else
+		r=1 vm="build failed: $(tail -n 5 "$work/make.log")"
+	fi
+	tap $r "make without the running kernel's headers builds for $abi-amd64 (vermagic: $vm)" "$line"
+else
+	tap 1 "make's default build: no Debian 6.12 amd64 headers (scripts/deps.sh)"
+fi
 
 echo "1..$n"
