@@ -272,4 +272,39 @@ else
 	tap 1 "make's default build: no Debian 6.12 amd64 headers (scripts/deps.sh)"
 fi
 
+# The cold-run table of Documentation/testing.rst against its committed
+# raw output: every lane time, the total, the counts.
+out=$(python3 - "$REPO/Documentation/testing.rst" \
+	"$REPO/Documentation/data/check-cold-6b1b5d4.out.gz" <<'PY' 2>&1
+import gzip, re, sys
+doc, raw = open(sys.argv[1]).read(), gzip.open(sys.argv[2], "rt").read()
+lanes = {m.group(1): int(m.group(2)) for m in
+         re.finditer(r"^== lane (\S+): (\d+) s ", raw, re.M)}
+lanes["bench"] = lanes.get("bench", 0)
+stock = sum(lanes[k] for k in ("stock", "stock-rt", "stock72", "stock73"))
+sec = doc[doc.index("The cold run of 6b1b5d4"):]
+sec = sec[:sec.index("The kernels are the critical path")]
+bad = []
+for m in re.finditer(r"^    (\S+(?: x4)?)\s+(\d+)\b", sec, re.M):
+    name, v = m.group(1), int(m.group(2))
+    want = {"stock x4": stock,
+            "total": int(re.search(r"^== wall time: (\d+) s", raw, re.M).group(1))
+            }.get(name, lanes.get(name))
+    if want != v:
+        bad.append("%s: doc %d, raw %s" % (name, v, want))
+total = int(re.search(r"^== wall time: (\d+) s", raw, re.M).group(1))
+counts = re.search(r"^(\d+) passed, (\d+) failed$", raw, re.M).groups()
+if "took %.1f minutes" % (total / 60) not in sec.replace("\n", " "):
+    bad.append("minutes: raw %.1f" % (total / 60))
+if "%s passed, %s failed" % counts not in sec.replace("\n", " "):
+    bad.append("counts: raw %s passed, %s failed" % counts)
+rows = len(re.findall(r"^    (\S+(?: x4)?)\s+(\d+)\b", sec, re.M))
+if rows < 13:
+    bad.append("only %d table rows found" % rows)
+print("; ".join(bad) or "ok")
+PY
+)
+[ "$out" = ok ]
+tap $? "testing.rst's cold-run table agrees with its committed raw output" "$out"
+
 echo "1..$n"
