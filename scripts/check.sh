@@ -43,6 +43,12 @@
 #            of 64 possible, whose 64-vCPU boot costs 5 minutes here);
 #            under -icount, two short boots must print the same log
 #            (scripts/guest/repeat.sh)
+#   cost     the cost model's QEMU plugin (scripts/cost-check.sh, TAP):
+#            Debian's 7.2 image on QEMU 10's q35 under -icount, 4 vCPUs,
+#            booted twice with one seed; probes whose counts are known
+#            (locked adds, REP iterations, LLC misses, line transfers),
+#            every window's raw count against the guest's path length,
+#            and the two boots' plugin output identical
 #   hotplug  debug kernel: every stress, then the fault-injected ones,
 #            while CPUs go offline and online at random; kmemleak
 #   cycles   debug kernel booted with kunit.enable=0: 50 x (insmod, short
@@ -68,7 +74,7 @@ set -uo pipefail
 # Lanes that boot a test kernel come last, so that the background
 # builder (below) has the most time to build them; the rt lane, the
 # shortest after its kernel, is the last.
-lanes="build host model stock stock-rt stock72 stock73 bench debug hotplug cycles kunitpy rss rt rss73"
+lanes="build host model stock stock-rt stock72 stock73 bench cost debug hotplug cycles kunitpy rss rt rss73"
 if [ "${1:-}" = --lane ]; then
 	lanes=$2
 fi
@@ -227,6 +233,10 @@ for lane in $lanes; do
 			grep -q '^ok 1' "$OUT/bench-repeat.tap"
 			echo "bench-repeat $? tap $OUT/bench-repeat.tap" >>"$runs"
 		fi
+		;;
+	cost)
+		run_tap cost cost-check.sh \
+			"the cost plugin on QEMU 10 q35 -icount, Debian's 7.2, two boots of one seed" '^(not )?ok [0-9]'
 		;;
 	rss)
 		echo "== lane rss: scripts/rss.sh --short (every rss_stat= mode)"

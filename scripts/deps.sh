@@ -20,7 +20,8 @@ flock 7
 
 need_pkgs="build-essential qemu-system-x86 qemu-system-data busybox-static \
 cpio kmod xz-utils bc flex bison libelf-dev libssl-dev sparse dkms \
-python3 python3-matplotlib rsync linux-source-6.12 spin gcc-aarch64-linux-gnu"
+python3 python3-matplotlib rsync linux-source-6.12 spin gcc-aarch64-linux-gnu \
+libglib2.0-dev pkg-config curl"
 
 missing=""
 for p in $need_pkgs; do

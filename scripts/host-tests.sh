@@ -307,4 +307,50 @@ PY
 [ "$out" = ok ]
 tap $? "testing.rst's cold-run table agrees with its committed raw output" "$out"
 
+# ---- the cost model's host side (scripts/cost.py, rss_table.py) ----
+# A guest log and plugin output whose per-op figures are known: window
+# 7 (2 ops) ran 100 retired instructions, 6 L1 misses served by L2, one
+# by the LLC, one by DRAM, two transfers, an upgrade, three locked ops.
+cat >"$work/cost.log" <<'EOF2'
+[    1.0] # window 7 ops 2
+[    1.0] rss-bench fork_exit_1 2000000.000 ops/s
+# window 9 ops 4
+rss-bench fault_1 4000.000 ops/s
+EOF2
+cat >"$work/cost.out" <<'EOF2'
+# pn_cost vcpus=2
+pn-cost 7 0 300 50 0 5 2 1 1 0 3
+pn-cost 7 1 200 20 0 5 2 0 1 1 0
+pn-cost 7 all 500 70 0 10 4 1 2 1 3
+pn-cost 7 0 500 90 0 8 3 1 1 0 3
+pn-cost 7 1 500 10 0 2 1 0 1 1 0
+pn-cost 7 all 1000 100 0 10 4 1 2 1 3
+EOF2
+out=$(python3 "$REPO/scripts/cost.py" "$work/cost.log" "$work/cost.out" 2>&1)
+r=$?
+# (100 + 6 * 16 + 1 * 125 + 1 * 407 + 2 * 224 + 1 * 125 + 3 * 17) / 2
+echo "$out" | grep -qx 'rss-bench fork_exit_1.cycles 676.000 cycles' &&
+	echo "$out" | grep -qx 'rss-bench fork_exit_1.insns 50.000 insns' &&
+	echo "$out" | grep -qx 'rss-bench fork_exit_1.xfer 1.000 events' &&
+	echo "$out" | grep -q '^# cost fork_exit_1: raw 500 insns/op, path length 500, +0.00 %' &&
+	echo "$out" | grep -q '^# cost fault_1: no plugin window 9' && [ $r = 1 ]
+tap $? "cost.py: the last line of a window, priced per op by the latency table; a window the plugin missed fails" "$out (rc $r)"
+printf 'insn 1\nl2 16\n' >"$work/short.lat"
+out=$(python3 "$REPO/scripts/cost.py" --lat "$work/short.lat" "$work/cost.log" "$work/cost.out" 2>&1)
+r=$?
+[ $r = 2 ] && echo "$out" | grep -q 'no llc dram xfer upg locked'
+tap $? "cost.py: a latency table without every event is refused" "$out (rc $r)"
+sed -i '/window 9/,$d' "$work/cost.log"
+python3 "$REPO/scripts/cost.py" "$work/cost.log" "$work/cost.out" >"$work/m.costs"
+# two more transfers, each an L1 and L2 miss: (1352 + 2 * 224 + 2 * 0) / 2 = 900
+sed 's/^\(pn-cost 7 all\) 1000 100 0 10 4 1 2 1 3$/\1 1000 100 0 12 6 1 4 1 3/' "$work/cost.out" >"$work/f.out"
+python3 "$REPO/scripts/cost.py" "$work/cost.log" "$work/f.out" >"$work/f.costs"
+out=$(python3 "$REPO/scripts/rss_table.py" --path-length mainline:4of4:1="$work/cost.log,$work/m.costs" \
+	flat:4of4:1="$work/cost.log,$work/f.costs" 2>&1)
+echo "$out" | grep -q '^### 4of4: modeled cost per op' &&
+	echo "$out" | grep -q '^| fork_exit_1.cycles | 1.00 ±0.00 | 1.33 ±0.00 | 676 cycles |' &&
+	echo "$out" | grep -q '^| fork_exit_1.xfer | 1.00 ±0.00 | 2.00 ±0.00 | 1 events |' &&
+	! echo "$out" | grep -q '^| fork_exit_1.upg '
+tap $? "rss_table.py LOG,COSTS: the cost rows in a table of their own, ratios to mainline" "$out"
+
 echo "1..$n"

@@ -31,6 +31,15 @@
 #   --runs FILE               append "<lane> <rc> vm <log>" lines for
 #                             scripts/summary.py (make check)
 #
+# RSS_SHAPES takes ONofPOSSIBLE shapes (e.g. "16of256 64of256": CPUs
+# online at boot of the possible ones).  RSS_COST=1 (default) runs every
+# bench boot under the cost plugin (scripts/cost/pn_cost.c, vm.sh
+# --cost; about 4 times slower): a second table per shape of modeled
+# cycles, retired instructions, LLC misses, line transfers and locked
+# operations per op (scripts/cost.py); RSS_COST=0 leaves it out.
+# RSS_AGAIN=0 leaves out the mainline-2nd column.  RSS_APPEND adds to
+# every bench boot's command line (e.g. clearcpuid=fsrs,fsrm,erms).
+#
 # Correctness per mode (scripts/guest/rss.sh): the kernel took the mode,
 # rss/progs/rss_check (RssAnon/RssShmem/VmRSS against the pages really
 # mapped, 1..8 threads, process_vm_writev and ptrace into a child, fork;
@@ -42,6 +51,7 @@ set -uo pipefail
 
 short=0 benchonly=0 runs="" rounds=${RSS_ROUNDS:-3} secs=${RSS_SECS:-1} vmflags=()
 shapes=${RSS_SHAPES:-"4of4 4of64 4of256 4of1024"}
+cost=${RSS_COST:-1} again=${RSS_AGAIN:-1}
 while [ $# -gt 0 ]; do
 	case $1 in
 	--short) short=1; shift ;;
@@ -242,25 +252,55 @@ icarg=""
 # r boots every column with seed r, so the rounds sample the guest's
 # randomness (ASLR, hashing, slab freelists) and a second run repeats
 # them.
+[ "$instrument" = icount ] || cost=0
+[ -z "${RSS_APPEND:-}" ] || icarg="$icarg $RSS_APPEND"
+cols=$MODES
+[ "$again" = 0 ] || cols="$cols mainline-2nd"
 for shape in $shapes; do
-	possible=${shape#4of}
+	case $shape in
+	[1-9]*of[1-9]*) ;;
+	*) die "rss.sh: shape $shape is not ONLINEofPOSSIBLE" ;;
+	esac
+	online=${shape%of*} possible=${shape#*of}
+	[ "$online" -le "$possible" ] || die "rss.sh: shape $shape: more online than possible"
 	for round in $(seq "$rounds"); do
-		echo "== rss_stat bench: $shape, round $round ($instrument)"
+		echo "== rss_stat bench: $shape, round $round ($instrument${cost/#1/, cost plugin})"
 		seedarg=()
 		[ "$instrument" != icount ] || seedarg=(--seed "$round")
-		launch "bench-control-$shape-$round" rss-control 4 "$possible" \
-			"pn_rss=bench pn_rss_secs=$secs$icarg" "${seedarg[@]}"
-		args+=("control:$shape:$round=$dir/bench-control-$shape-$round.log")
-		for m in $MODES mainline-2nd; do
-			launch "bench-$m-$shape-$round" rss 4 "$possible" \
-				"rss_stat=${m%-2nd} pn_rss=bench pn_rss_secs=$secs$icarg" "${seedarg[@]}"
-			args+=("$m:$shape:$round=$dir/bench-$m-$shape-$round.log")
+		for m in control $cols; do
+			n=bench-$m-$shape-$round
+			copt=()
+			[ "$cost" = 0 ] || copt=(--cost "$dir/$n.cost")
+			if [ "$m" = control ]; then
+				launch "$n" rss-control "$online" "$possible" \
+					"pn_rss=bench pn_rss_secs=$secs$icarg" "${seedarg[@]}" "${copt[@]}"
+			else
+				launch "$n" rss "$online" "$possible" \
+					"rss_stat=${m%-2nd} pn_rss=bench pn_rss_secs=$secs$icarg" \
+					"${seedarg[@]}" "${copt[@]}"
+			fi
+			if [ "$cost" = 0 ]; then
+				args+=("$m:$shape:$round=$dir/$n.log")
+			else
+				args+=("$m:$shape:$round=$dir/$n.log,$dir/$n.costs")
+			fi
 		done
 	done
 done
 for p in "${pids[@]}"; do
 	wait "$p" || fail=1
 done
+# The plugin's counts per op (scripts/cost.py), beside each log.
+if [ "$cost" = 1 ]; then
+	for a in "${args[@]}"; do
+		f=${a#*=}
+		l=${f%,*}
+		python3 "$REPO/scripts/cost.py" "$l" "${l%.log}.cost" >"${l%.log}.costs" || {
+			echo "rss.sh: ${l##*/}: a benchmark without its cost window" >&2
+			fail=1
+		}
+	done
+fi
 vmflags=()
 # The previous run's numbers, to say whether this one repeats them.
 [ ! -s "$dir/table.json" ] || mv "$dir/table.json" "$dir/table.prev.json"
@@ -273,10 +313,12 @@ vmflags=()
 		echo "rss_stat benchmarks, $(date -u +%Y-%m-%d):" \
 			"$(bash "$REPO/scripts/qemu-bpo.sh" | xargs -I{} {} --version | head -n 1), q35," \
 			"TCG -icount shift=0 (guest time = instructions), $rounds boots per column (ABAB)," \
-			"$secs x 10^9 instructions per benchmark"
+			"$secs x 10^9 instructions per benchmark${cost/#1/, cost plugin $(basename "$(bash "$REPO/scripts/cost-plugin.sh")") and scripts/cost/sapphire-rapids.lat}${RSS_APPEND:+, $RSS_APPEND}"
 		table=(--path-length)
 	fi
 	python3 "$REPO/scripts/rss_table.py" "${table[@]}" --json "$dir/table.json" "${args[@]}"
+	# The same arguments, files relative to $dir (scripts/rss-archive.sh).
+	printf '%s\n' "${args[@]}" | sed "s|$dir/||g" >"$dir/table.args"
 	if [ "$instrument" = icount ] && [ -s "$dir/table.prev.json" ]; then
 		echo
 		echo "### Against the previous run (.out/rss/table.prev.json)"

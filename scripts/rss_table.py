@@ -4,6 +4,11 @@
 
 Usage: rss_table.py [--path-length] [--json FILE] MODE:SHAPE:RUN=LOGFILE...
 
+LOGFILE may be several files joined by commas, read as one: a guest log
+and the lines scripts/cost.py made from its cost plugin's counts.  Rows
+NAME.cycles, .insns, .llc, .xfer and .locked go to a second table per
+shape (the other cost rows to --json only).
+
 Each LOGFILE is a whole guest console log (scripts/vm.sh); the benchmarks
 in it printed lines "rss-bench NAME VALUE UNIT" (UNIT "ops/s": higher is
 better; "bytes", "pages", "insns", and the per-op "cycles" and
@@ -56,14 +61,19 @@ REF = "mainline"
 AGAIN = "mainline-2nd"
 PATH_LENGTH = False
 UNITS = {"ops/s": True, "bytes": False, "pages": False,
-         "insns": False, "cycles": False, "misses": False}  # unit -> higher is better
+         "insns": False, "cycles": False, "misses": False,
+         "events": False}  # unit -> higher is better
+# The cost plugin's rows (scripts/cost.py: NAME.SUFFIX), a table of their
+# own; the rest stay in --json.
+COST_SHOWN = ("cycles", "insns", "llc", "xfer", "locked")
+COST_ALL = COST_SHOWN + ("l1", "l2", "upg")
 
 # At the start of a line, after at most a console prefix: a comment
 # that quotes a result ("# 2x: ...", rss_bench.sh) is not one.
 LINE_RE = re.compile(
     r"^(?:\[[^\]]*\]\s*)?rss-bench\s+([A-Za-z0-9_.+-]+)\s+"
     r"([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s+"
-    r"(ops/s|bytes|pages|insns|cycles|misses)(?=\s|$)")
+    r"(ops/s|bytes|pages|insns|cycles|misses|events)(?=\s|$)")
 ARG_RE = re.compile(r"^([^:=]+):([^:=]+):([^:=]+)=(.+)$")
 
 
@@ -79,8 +89,22 @@ def median(values):
     return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
 
 
-def parse_log(path):
-    """Return ({bench: value}, {bench: unit}, [bench order]) of one log."""
+def parse_log(paths):
+    """Return ({bench: value}, {bench: unit}, [bench order]) of one run:
+    a log, or several joined by commas (a log and its cost.py lines)."""
+    values, units, order = {}, {}, []
+    for path in paths.split(","):
+        v, u, o = parse_one(path)
+        for name in o:
+            if name in values:
+                warn("%s: %s again, ignored" % (path, name))
+                continue
+            values[name], units[name] = v[name], u[name]
+            order.append(name)
+    return values, units, order
+
+
+def parse_one(path):
     try:
         with open(path, "rb") as f:
             text = f.read().decode("utf-8", "replace")
@@ -200,6 +224,38 @@ def build(runs):
     return tables
 
 
+def cost_row(bench):
+    """NAME.SUFFIX of scripts/cost.py: (NAME, SUFFIX), else None."""
+    name, dot, suffix = bench.rpartition(".")
+    return (name, suffix) if dot and suffix in COST_ALL else None
+
+
+def render_cost(t):
+    """The cost plugin's rows: modeled cycles, retired instructions and
+    events per op, as ratios to mainline (< 1.00 is cheaper)."""
+    rows = [b for b in t["benches"] if cost_row(b) and cost_row(b)[1] in COST_SHOWN]
+    if not rows:
+        return []
+    if any(t["units"][b] == "events" for b in rows):
+        what = ("modeled cost per op (scripts/cost.py: cycles, retired"
+                " instructions, LLC misses, line transfers, locked operations)")
+    else:
+        what = "per op under perf"
+    out = ["### %s: %s, relative to %s, < 1.00 is cheaper" % (t["shape"], what, REF), "",
+           "| bench | " + " | ".join(t["modes"]) + " | %s median |" % REF,
+           "|---|" + "---:|" * len(t["modes"]) + "---:|"]
+    for b in rows:
+        row = [b]
+        for m in t["modes"]:
+            c = t["cells"][b][m]
+            row.append("n/a" if c["median"] is None else
+                       "%.2f ±%.2f" % (c["median"], c["half_range"]))
+        row.append(fmt_value(t["mainline_median"][b], t["units"][b]))
+        out.append("| " + " | ".join(row) + " |")
+    out.append("")
+    return out
+
+
 def render(t):
     out = []
     runs = ", ".join("%s %d" % (m, t["runs"][m]) for m in t["modes"])
@@ -216,6 +272,8 @@ def render(t):
     out.append("| bench | " + " | ".join(t["modes"]) + " | %s median |" % REF)
     out.append("|---|" + "---:|" * len(t["modes"]) + "---:|")
     for b in t["benches"]:
+        if cost_row(b):
+            continue
         row = [b]
         for m in t["modes"]:
             c = t["cells"][b][m]
@@ -259,6 +317,7 @@ def render(t):
         if m:
             out.append(m)
     out.append("")
+    out += render_cost(t)
     return "\n".join(out)
 
 

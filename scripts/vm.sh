@@ -19,7 +19,12 @@
 #                           module), rss-debug: the same with KASAN,
 #                           lockdep, kmemleak (rss/debug.config),
 #                           rss-control: the unpatched control
-#     --rss-progs DIR       rss kinds: static programs copied to /rss
+#     --rss-progs DIR       static programs copied to /rss (rss kinds:
+#                           required)
+#     --no-module           stock kinds: no module and no selftests in the
+#                           initramfs (the cost lane: two boots side by side
+#                           must decompress the same bytes, and a module
+#                           built in another directory differs)
 #     --append STR          extra kernel command line (may be repeated;
 #                           each adds to the line)
 #     --smp N               online vCPUs (default 4)
@@ -45,6 +50,13 @@
 #     --seed N              with --icount: QEMU's -seed (default 1); the
 #                           guest's randomness, ASLR included, follows
 #                           from it
+#     --cost FILE           with --icount: the cost model's QEMU plugin
+#                           (scripts/cost/pn_cost.c, scripts/cost-plugin.sh;
+#                           QEMU 10 of --x2apic) counts each benchmark
+#                           window's instructions, cache misses, line
+#                           transfers and locked operations into FILE.
+#                           The guest runs the same instructions with it
+#                           or without it, about 4 times slower
 #     --kvm                 KVM, -cpu host: the machine's own time (make
 #                           rss where KVM works, lib.sh kvm_works)
 #     --slots               with --possible: QEMU gets <smp> vCPUs and
@@ -80,7 +92,7 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-kind=stock smp=4 possible="" icount=0 seed=1 seedset=0 timeout=900 log="" src="$REPO" extra="" rssprogs="" accel=(-accel tcg) slots=0
+kind=stock smp=4 possible="" icount=0 cost="" seed=1 seedset=0 timeout=900 log="" src="$REPO" extra="" rssprogs="" nomod=0 accel=(-accel tcg) slots=0
 qemu=qemu-system-x86_64 machine=(-machine pc)
 while [ $# -gt 1 ]; do
 	case "$1" in
@@ -92,6 +104,7 @@ while [ $# -gt 1 ]; do
 	--append) extra="$extra $2"; shift 2 ;;
 	--src) src=$(cd "$2" && pwd); shift 2 ;;
 	--rss-progs) rssprogs=$2; shift 2 ;;
+	--no-module) nomod=1; shift ;;
 	--icount)
 		# shellcheck disable=SC2054 # one QEMU argument with commas
 		accel=(-accel tcg -icount shift=0,sleep=off,align=off
@@ -112,6 +125,7 @@ while [ $# -gt 1 ]; do
 		shift
 		;;
 	--slots) slots=1; shift ;;
+	--cost) cost=$2; shift 2 ;;
 	--x2apic)
 		qemu=$(bash "$REPO/scripts/qemu-bpo.sh") || die "vm.sh: --x2apic: no QEMU >= 9"
 		share=${qemu%/bin/qemu-system-x86_64}/share
@@ -161,14 +175,13 @@ esac
 [ -d "$kdir" ] && [ -s "$bzimage" ] || die "kernel $kind not available: run scripts/deps.sh"
 
 work=$OUT/vm-$kind
-case $kind in
-rss*)
-	# rss boots may run side by side (make rss under --icount): each
-	# its own initramfs, removed when it is done.
+# rss boots, and boots under the cost plugin, may run side by side
+# (make rss under --icount, the cost lane): each its own module build
+# and initramfs, removed when it is done.
+if [ -n "$cost" ] || [ "${kind#rss}" != "$kind" ]; then
 	work=$OUT/vm-$kind-$(basename "$log" .log)
 	trap 'rm -rf "$work"' EXIT
-	;;
-esac
+fi
 # Fast-path statistics (CONFIG_PCPU_NEXT_STATS) on the test kernels, off on
 # Debian's stock kernels, where the bench lanes measure; PN_OPTS overrides.
 case "$kind" in
@@ -176,8 +189,8 @@ stock*) : "${PN_OPTS=CONFIG_PCPU_NEXT_TORTURE=y}" ;;
 *) : "${PN_OPTS=CONFIG_PCPU_NEXT_TORTURE=y CONFIG_PCPU_NEXT_STATS=y}" ;;
 esac
 export PN_OPTS
-case "$kind" in
-rss*) ;;
+case "$kind$nomod" in
+rss* | *1) ;;
 *)
 	mod=$(build_module "$src" "$kdir" "$work/mod")
 	client=$(build_client "$kdir" "$work/mod")
@@ -196,6 +209,15 @@ rss*)
 	mkdir -p "$root/rss"
 	cp -r "$rssprogs"/. "$root/rss/"
 	;;
+*)
+	if [ -n "$rssprogs" ]; then
+		mkdir -p "$root/rss"
+		cp -r "$rssprogs"/. "$root/rss/"
+	fi
+	;;
+esac
+case "$kind$nomod" in
+rss* | *1) ;;
 *)
 	cp "$mod" "$root/pcpu_next.ko"
 	cp "$client" "$root/pcpu_next_client.ko"
@@ -264,6 +286,14 @@ fi
 case $kind in stock* | rss | rss-control) ;; *) append="$append kmemleak=on" ;; esac
 [ "$icount" = 1 ] || [ "$seedset" = 0 ] || die "vm.sh: --seed needs --icount"
 [ "$icount" = 0 ] || accel+=(-seed "$seed")
+plugin=()
+if [ -n "$cost" ]; then
+	[ "$icount" = 1 ] || die "vm.sh: --cost needs --icount (one TCG thread)"
+	[ "${machine[1]}" = q35 ] || die "vm.sh: --cost needs --x2apic's QEMU 10"
+	so=$(bash "$REPO/scripts/cost-plugin.sh") || die "vm.sh: --cost: no plugin (scripts/cost-plugin.sh)"
+	rm -f "$cost"
+	plugin=(-plugin "$so,out=$cost,icount=on")
+fi
 append="$append $extra"
 
 echo "vm.sh: $kind kernel, -smp $smparg, guest $(basename "$guest"), log $log" >&2
@@ -285,7 +315,7 @@ echo "vm.sh: instrument: ${accel[*]} ($("$qemu" --version | head -n 1), ${machin
 for attempt in 1 2 3; do
 	set +e
 	timeout --foreground -k 10 "$timeout" "$qemu" "${accel[@]}" "${machine[@]}" \
-		"${cpu[@]}" -m 3G -smp "$smparg" -kernel "$bzimage" -initrd "$work/initrd.gz" \
+		"${cpu[@]}" "${plugin[@]}" -m 3G -smp "$smparg" -kernel "$bzimage" -initrd "$work/initrd.gz" \
 		-append "$append" -display none -serial stdio -monitor none -no-reboot \
 		</dev/null >"$log" 2>&1
 	qrc=$?
@@ -300,7 +330,7 @@ for attempt in 1 2 3; do
 	echo "vm.sh: boot $attempt failed before the guest started (see $log.bootfail$attempt)" >&2
 done
 
-echo "=== PN-INSTRUMENT ${accel[*]} ($("$qemu" --version | head -n 1), ${machine[1]})" >>"$log"
+echo "=== PN-INSTRUMENT ${accel[*]} ($("$qemu" --version | head -n 1), ${machine[1]})${cost:+ plugin $(basename "$so")}" >>"$log"
 rc=$(sed -n 's/^=== PN-GUEST-EXIT rc=\([0-9]*\).*/\1/p' "$log" | tail -n 1)
 if [ -z "$rc" ]; then
 	echo "vm.sh: guest did not finish (qemu rc=$qrc); last lines:" >&2

@@ -49,15 +49,15 @@ int main(int argc, char **argv)
 	pthread_barrier_init(&start, NULL, nthreads + 1);
 	fault_start(w, nthreads, &start, &stop);
 	pthread_barrier_wait(&start);
-	t0 = now_sec();
+	t0 = window_begin();
 	sleep_sec(secs);
 	pages = fault_stop(w, nthreads, &stop);
-	t1 = now_sec();
+	t1 = window_end();
 	if (pages < 0)
 		return 1;
 
 	snprintf(name, sizeof(name), "fault_%d", nthreads);
 	printf("# %s: %ld pages in %.3f s, %d threads\n", name, pages, t1 - t0, nthreads);
-	print_result(name, pages / (t1 - t0), "ops/s");
+	print_rate(name, pages, t1 - t0);
 	return 0;
 }

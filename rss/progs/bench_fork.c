@@ -257,7 +257,7 @@ int main(int argc, char **argv)
 	}
 	while (__atomic_load_n(&sh->ready, __ATOMIC_SEQ_CST) < nforkers)
 		sleep_sec(0.001);
-	t0 = now_sec();
+	t0 = window_begin();
 	__atomic_store_n(&sh->go, 1, __ATOMIC_RELEASE);
 	sleep_sec(secs);
 	__atomic_store_n(&sh->stop, 1, __ATOMIC_RELAXED);
@@ -267,7 +267,7 @@ int main(int argc, char **argv)
 		if (!WIFEXITED(st) || WEXITSTATUS(st))
 			failed = 1;
 	}
-	t1 = now_sec();
+	t1 = window_end();
 	for (i = 0; i < nforkers; i++) {
 		total += sh->children[i];
 		bad += sh->bad[i];
@@ -290,7 +290,7 @@ int main(int argc, char **argv)
 				argv[0], bad, true_path);
 		return 1;
 	}
-	print_result(name, total / (t1 - t0), "ops/s");
+	print_rate(name, total, t1 - t0);
 	return 0;
 usage:
 	fprintf(stderr, "usage: %s [--mode exec|exit|spawn] [--forkers F]", argv[0]);

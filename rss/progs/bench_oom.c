@@ -285,7 +285,7 @@ int main(int argc, char **argv)
 	}
 
 	smax = 0;
-	t0 = now_sec();
+	t0 = window_begin();
 	end = t0 + secs;
 	do {
 		for (i = 0; i < nchildren; i++) {
@@ -297,7 +297,7 @@ int main(int argc, char **argv)
 		}
 		scans++;
 	} while (now_sec() < end);
-	t1 = now_sec();
+	t1 = window_end();
 	if (!smax) {
 		fprintf(stderr, "%s: every oom_score read 0 in the timed scans\n", argv[0]);
 		goto fail;
@@ -312,7 +312,7 @@ int main(int argc, char **argv)
 	snprintf(name, sizeof(name), "oom_scan_%d", nchildren);
 	printf("# %s: %ld scans, %ld reads in %.3f s, %.3f reads/s\n", name, scans,
 	       scans * nchildren, t1 - t0, scans * nchildren / (t1 - t0));
-	print_result(name, scans / (t1 - t0), "ops/s");
+	print_rate(name, scans, t1 - t0);
 	return 0;
 
 bad_read:

@@ -208,12 +208,13 @@ int main(int argc, char **argv)
 			out = 0;
 			end = now_sec() + secs;
 		}
-		t = now_sec();
+		/* round 0 is untimed: no window */
+		t = rounds && pageout ? window_begin() : now_sec();
 		if (syscall(SYS_process_madvise, pidfd, &iov, 1, MADV_PAGEOUT, 0) < 0) {
 			perror("process_madvise(MADV_PAGEOUT)");
 			goto out;
 		}
-		t_out += now_sec() - t;
+		t_out += (rounds && pageout ? window_end() : now_sec()) - t;
 		swapped = vmswap_pages(pid);
 		if (swapped < (long)(n * pages / 2)) {
 			fprintf(stderr, "%s: %ld of %lu pages went out: is swap on?\n",
@@ -221,10 +222,10 @@ int main(int argc, char **argv)
 			goto out;
 		}
 		out += swapped;
-		t = now_sec();
+		t = rounds && !pageout ? window_begin() : now_sec();
 		if (write(cmd[1], "f", 1) != 1 || read(ack[0], name, 1) != 1)
 			goto out;
-		t_in += now_sec() - t;
+		t_in += (rounds && !pageout ? window_end() : now_sec()) - t;
 		rounds++;
 	} while (rounds == 1 || now_sec() < end);
 	rounds--;
@@ -232,7 +233,7 @@ int main(int argc, char **argv)
 	snprintf(name, sizeof(name), "reclaim_%s_%dt", pageout ? "pageout" : "swapin", n);
 	printf("# %s: %ld timed rounds, %ld pages out of %lu a round, pageout %.3f s, swapin %.3f s\n",
 	       name, rounds, out / rounds, n * pages, t_out, t_in);
-	print_result(name, out / (pageout ? t_out : t_in), "ops/s");
+	print_rate(name, out, pageout ? t_out : t_in);
 	rc = 0;
 out:
 	close(cmd[1]);

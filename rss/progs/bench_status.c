@@ -72,7 +72,7 @@ int main(int argc, char **argv)
 	pthread_barrier_init(&start, NULL, nfault + 1);
 	fault_start(w, nfault, &start, &stop);
 	pthread_barrier_wait(&start);
-	t0 = now_sec();
+	t0 = window_begin();
 	end = t0 + secs;
 	do {
 		rss = read_vmrss();
@@ -83,7 +83,7 @@ int main(int argc, char **argv)
 		}
 		reads++;
 	} while (now_sec() < end);
-	t1 = now_sec();
+	t1 = window_end();
 	pages = fault_stop(w, nfault, &stop);
 	if (pages < 0)
 		return 1;
@@ -92,6 +92,6 @@ int main(int argc, char **argv)
 	printf("# %s: %ld reads in %.3f s, last VmRSS %ld kB\n", name, reads, t1 - t0, rss);
 	printf("# %s: fault rate of the %d faulters %.3f pages/s\n", name, nfault,
 	       pages / (now_sec() - t0));
-	print_result(name, reads / (t1 - t0), "ops/s");
+	print_rate(name, reads, t1 - t0);
 	return 0;
 }

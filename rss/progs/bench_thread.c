@@ -69,7 +69,7 @@ int main(int argc, char **argv)
 	memset(page, 0, ps);
 	fflush(stdout);
 
-	t0 = now_sec();
+	t0 = window_begin();
 	end = t0 + secs;
 	do {
 		pid = fork();
@@ -87,9 +87,9 @@ int main(int argc, char **argv)
 		}
 		n++;
 	} while (now_sec() < end);
-	t1 = now_sec();
+	t1 = window_end();
 
 	printf("# thread_once: %ld processes in %.3f s\n", n, t1 - t0);
-	print_result("thread_once", n / (t1 - t0), "ops/s");
+	print_rate("thread_once", n, t1 - t0);
 	return 0;
 }

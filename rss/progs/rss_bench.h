@@ -75,6 +75,56 @@ static inline void print_result(const char *name, double value, const char *unit
 	fflush(stdout);
 }
 
+/*
+ * The timed window, for make rss's cost model (scripts/cost/pn_cost.c,
+ * a QEMU plugin): a NOP the plugin recognises, nopl 0x4b4d4e50(%rax),
+ * with RAX = (id << 1) | end.  Anywhere else it is a NOP.  The id is
+ * the window's first begin in CLOCK_MONOTONIC nanoseconds: benchmarks
+ * run one at a time, so no two windows of a boot share one.  Windows
+ * with the same id add up (bench_reclaim times a part of each round).
+ */
+static unsigned long long window_id;
+
+static inline void window_mark(unsigned long long v)
+{
+#ifdef __x86_64__
+	asm volatile(".byte 0x0f, 0x1f, 0x80, 0x50, 0x4e, 0x4d, 0x4b"
+		     : : "a"(v) : "memory");
+#else
+	(void)v;
+#endif
+}
+
+static inline double window_begin(void)
+{
+	struct timespec ts;
+
+	if (!window_id) {
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		window_id = ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+	}
+	window_mark(window_id << 1);
+	return now_sec();
+}
+
+static inline double window_end(void)
+{
+	double t = now_sec();
+
+	window_mark(window_id << 1 | 1);
+	return t;
+}
+
+/*
+ * An ops/s result of a marked window: "# window ID ops N" first, so the
+ * host can put the plugin's counts of window ID per op.
+ */
+static inline void print_rate(const char *name, double ops, double secs)
+{
+	printf("# window %llu ops %.0f\n", window_id, ops);
+	print_result(name, ops / secs, "ops/s");
+}
+
 /* ---- the fault loop of bench_fault and bench_status ---- */
 
 struct fault_worker {

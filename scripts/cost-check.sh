@@ -1,0 +1,105 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# The cost lane of make check (TAP): the cost model's plugin
+# (scripts/cost/pn_cost.c) on make rss's machine, QEMU 10's q35 under
+# -icount, booting Debian's 7.2 image with 4 vCPUs.  Two boots of one
+# seed, side by side, run scripts/guest/cost.sh.
+#   - the probes' counts are the ones their code implies
+#     (rss/progs/cost_probe.c): locked adds, REP iterations, LLC misses,
+#     line transfers, each on the vCPU that did the work;
+#   - every window's raw count is the guest's -icount path length;
+#   - the two boots wrote the same plugin output and the same results.
+set -uo pipefail
+. "$(dirname "$0")/lib.sh"
+
+dir=$OUT/cost
+rm -rf "$dir"
+mkdir -p "$dir/progs"
+make -s -C "$REPO/rss/progs" OUTPUT="$dir/progs" >"$dir/progs.log" 2>&1 ||
+	{ tail -n 20 "$dir/progs.log" >&2; die "cost: rss programs build failed"; }
+for i in 1 2; do
+	bash "$REPO/scripts/vm.sh" --kernel stock72 --no-module --icount --x2apic --seed 1 --smp 4 \
+		--cost "$dir/boot$i.cost" --rss-progs "$dir/progs" --timeout 1200 \
+		--log "$dir/boot$i.log" "$REPO/scripts/guest/cost.sh" >"$dir/boot$i.out" 2>&1 &
+done
+wait
+for i in 1 2; do
+	python3 "$REPO/scripts/cost.py" "$dir/boot$i.log" "$dir/boot$i.cost" >"$dir/boot$i.per-op" 2>&1
+done
+python3 - "$dir" <<'PY'
+import re, sys
+d = sys.argv[1]
+C = ["raw", "insns", "mem", "l1", "l2", "llc", "xfer", "upg", "locked"]
+n = 0
+def ok(cond, what, detail=""):
+    global n
+    n += 1
+    print("%s %d - %s%s" % ("ok" if cond else "not ok", n, what,
+                            "" if cond or not detail else " # " + detail))
+def read(i):
+    log = open("%s/boot%d.log" % (d, i), errors="replace").read()
+    try:
+        cost = open("%s/boot%d.cost" % (d, i)).read()
+    except OSError:
+        cost = ""
+    wins, pending = {}, None
+    for line in log.splitlines():
+        m = re.match(r"^# window (\d+) ops (\d+)$", line)
+        if m:
+            pending = (m.group(1), int(m.group(2)))
+            continue
+        m = re.match(r"^rss-bench (\S+) (\S+) ops/s$", line)
+        if m and pending:
+            wins[m.group(1)] = (pending[0], pending[1], 1e9 / float(m.group(2)))
+            pending = None
+    per = {}
+    for line in cost.splitlines():
+        f = line.split()
+        if f[:1] == ["pn-cost"]:
+            per.setdefault(f[1], {})[f[2]] = dict(zip(C, map(int, f[3:])))
+    return log, cost, wins, per
+print("1..8")
+log1, cost1, w, per = read(1)
+log2, cost2, _, _ = read(2)
+ok("PN-COST-END rc=0" in log1 and "PN-GUEST-EXIT rc=0" in log1,
+   "boot 1 ran the probes and three benchmarks under the plugin")
+def v(name, cpu):
+    if name not in w or w[name][0] not in per:
+        return None
+    return per[w[name][0]].get(cpu)
+lock, rep, llc = v("probe_lock", "0"), v("probe_rep", "0"), v("probe_llc", "0")
+x0, x1 = v("probe_xfer", "0"), v("probe_xfer", "1")
+ok(lock is not None and 10000 <= lock["locked"] <= 10100,
+   "probe_lock: 10000 locked adds counted on vCPU 0",
+   "got %s" % (lock and lock["locked"]))
+# An interrupt restarts the count; the kernel's own REP work on vCPU 0
+# (a few KiB) adds to it.
+ok(rep is not None and (1 << 20) - 1 - 1000 <= rep["raw"] - rep["insns"] <= (1 << 20) * 1.02,
+   "probe_rep: a 1 MiB rep stosb retires once, -icount counts 2^20 iterations",
+   "raw - insns %s" % (rep and rep["raw"] - rep["insns"]))
+ok(llc is not None and (64 << 20) // 64 <= llc["llc"] <= (64 << 20) // 64 * 1.02,
+   "probe_llc: a read of 64 MiB misses the LLC once per line on vCPU 0",
+   "got %s" % (llc and llc["llc"]))
+ok(x0 is not None and x1 is not None and x0["xfer"] >= 1000 and x1["xfer"] >= 1000
+   and x0["upg"] >= 1000,
+   "probe_xfer: 1000 turns on one line, a transfer each way, an upgrade each write",
+   "vCPU0 %s vCPU1 %s" % (x0 and (x0["xfer"], x0["upg"]), x1 and x1["xfer"]))
+worst = None
+for name, (wid, ops, path) in w.items():
+    a = per.get(wid, {}).get("all")
+    if not a:
+        worst = (name, float("inf"))
+        break
+    dev = abs(a["raw"] / ops - path) / path
+    if worst is None or dev > worst[1]:
+        worst = (name, dev)
+ok(len(w) == 7 and worst is not None and worst[1] < 0.005,
+   "every window's raw count is the guest's -icount path length within 0.5 %% (%d windows)" % len(w),
+   "worst %s" % (worst,))
+ok(cost1 != "" and cost1 == cost2,
+   "two boots of one seed: the same plugin output (%d lines)" % len(cost1.splitlines()),
+   "boot 2 differs")
+r = lambda t: [l for l in t.splitlines() if l.startswith(("rss-bench ", "# window "))]
+ok(r(log1) != [] and r(log1) == r(log2), "two boots of one seed: the same results, digit for digit")
+PY
