@@ -14,6 +14,8 @@ set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
 dir=$OUT/cost
+# COST_CHECK_AGAIN=1: the checks again on the last run's boots.
+if [ "${COST_CHECK_AGAIN:-0}" != 1 ]; then
 rm -rf "$dir"
 mkdir -p "$dir/progs"
 make -s -C "$REPO/rss/progs" OUTPUT="$dir/progs" >"$dir/progs.log" 2>&1 ||
@@ -26,7 +28,9 @@ done
 wait
 for i in 1 2; do
 	python3 "$REPO/scripts/cost.py" "$dir/boot$i.log" "$dir/boot$i.cost" >"$dir/boot$i.per-op" 2>&1
+	echo "cost.py rc=$?" >>"$dir/boot$i.per-op"
 done
+fi
 python3 - "$dir" <<'PY'
 import re, sys
 d = sys.argv[1]
@@ -59,32 +63,45 @@ def read(i):
         if f[:1] == ["pn-cost"]:
             per.setdefault(f[1], {})[f[2]] = dict(zip(C, map(int, f[3:])))
     return log, cost, wins, per
-print("1..8")
+print("1..9")
 log1, cost1, w, per = read(1)
 log2, cost2, _, _ = read(2)
-ok("PN-COST-END rc=0" in log1 and "PN-GUEST-EXIT rc=0" in log1,
-   "boot 1 ran the probes and three benchmarks under the plugin")
+po = [open("%s/boot%d.per-op" % (d, i)).read() for i in (1, 2)]
+ok(all("PN-COST-END rc=0" in l and "PN-GUEST-EXIT rc=0" in l for l in (log1, log2))
+   and all(p.rstrip().endswith("cost.py rc=0") for p in po),
+   "both boots ran the probes and three benchmarks; cost.py priced every window",
+   " / ".join(p.strip().splitlines()[-1] for p in po))
 def v(name, cpu):
     if name not in w or w[name][0] not in per:
         return None
     return per[w[name][0]].get(cpu)
-lock, rep, llc = v("probe_lock", "0"), v("probe_rep", "0"), v("probe_llc", "0")
+lock, rep, llc, hit = (v("probe_lock", "0"), v("probe_rep", "0"), v("probe_llc", "0"),
+                       v("probe_hit", "0"))
 x0, x1 = v("probe_xfer", "0"), v("probe_xfer", "1")
 ok(lock is not None and 10000 <= lock["locked"] <= 10100,
    "probe_lock: 10000 locked adds counted on vCPU 0",
    "got %s" % (lock and lock["locked"]))
-# An interrupt restarts the count; the kernel's own REP work on vCPU 0
-# (a few KiB) adds to it.
-ok(rep is not None and (1 << 20) - 1 - 1000 <= rep["raw"] - rep["insns"] <= (1 << 20) * 1.02,
-   "probe_rep: a 1 MiB rep stosb retires once, -icount counts 2^20 iterations",
+# -icount runs a REP of N iterations N + 1 times (the last with RCX 0);
+# an interrupt restarts the count (one fewer each); the kernel's own REP
+# work on vCPU 0 (a few KiB) adds to it.
+ok(rep is not None and (1 << 20) - 50 <= rep["raw"] - rep["insns"] <= (1 << 20) * 1.02,
+   "probe_rep: a 1 MiB rep stosb retires once, -icount counts 2^20 + 1 executions",
    "raw - insns %s" % (rep and rep["raw"] - rep["insns"]))
 ok(llc is not None and (64 << 20) // 64 <= llc["llc"] <= (64 << 20) // 64 * 1.02,
    "probe_llc: a read of 64 MiB misses the LLC once per line on vCPU 0",
    "got %s" % (llc and llc["llc"]))
-ok(x0 is not None and x1 is not None and x0["xfer"] >= 1000 and x1["xfer"] >= 1000
-   and x0["upg"] >= 1000,
+ok(hit is not None and hit["llc"] <= 100 and hit["l2"] >= (4 << 20) // 64,
+   "probe_hit: 4 MiB read again misses L2, hits the LLC (at most 100 LLC misses on vCPU 0)",
+   "got %r" % ((hit and (hit["l2"], hit["llc"])),))
+# A spin read of an unchanged line hits L1: at least a transfer and an
+# upgrade a turn on vCPU 0, and far fewer transfers than spin reads
+# (vCPU 0 spins about 25000 reads a turn under QEMU's round robin; the
+# stock kernel's own background work on the other vCPUs adds some 50
+# transfers a turn).
+ok(x0 is not None and x1 is not None and 1000 <= x0["xfer"] <= 100000
+   and 1000 <= x0["upg"] <= 100000 and x0["insns"] >= 4000000,
    "probe_xfer: 1000 turns on one line, a transfer each way, an upgrade each write",
-   "vCPU0 %s vCPU1 %s" % (x0 and (x0["xfer"], x0["upg"]), x1 and x1["xfer"]))
+   "vCPU0 %s vCPU1 %s" % (x0 and (x0["xfer"], x0["upg"]), x1 and (x1["xfer"], x1["upg"])))
 worst = None
 for name, (wid, ops, path) in w.items():
     a = per.get(wid, {}).get("all")
@@ -94,10 +111,10 @@ for name, (wid, ops, path) in w.items():
     dev = abs(a["raw"] / ops - path) / path
     if worst is None or dev > worst[1]:
         worst = (name, dev)
-ok(len(w) == 7 and worst is not None and worst[1] < 0.005,
+ok(len(w) == 8 and worst is not None and worst[1] < 0.005,
    "every window's raw count is the guest's -icount path length within 0.5 %% (%d windows)" % len(w),
    "worst %s" % (worst,))
-ok(cost1 != "" and cost1 == cost2,
+ok("\npn-cost " in cost1 and cost1 == cost2,
    "two boots of one seed: the same plugin output (%d lines)" % len(cost1.splitlines()),
    "boot 2 differs")
 r = lambda t: [l for l in t.splitlines() if l.startswith(("rss-bench ", "# window "))]

@@ -35,7 +35,7 @@ DEFAULT_LAT = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                            "cost", "sapphire-rapids.lat")
 WINDOW_RE = re.compile(r"^(?:\[[^\]]*\]\s*)?# window (\d+) ops (\d+)\s*$")
 RESULT_RE = re.compile(r"^(?:\[[^\]]*\]\s*)?rss-bench\s+([A-Za-z0-9_.+-]+)\s+"
-                       r"([0-9.eE+-]+)\s+ops/s(?=\s|$)")
+                       r"(\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)\s+ops/s(?=\s|$)")
 COST_RE = re.compile(r"^pn-cost (\d+) (\d+|all)((?: \d+){%d})\s*$" % len(COUNTERS))
 
 
@@ -79,7 +79,9 @@ def cycles(c, lat):
 
 
 def windows_of_log(path):
-    """[(name, id, ops, path length per op)] of the marked benchmarks."""
+    """[(name, id, ops, path length per op)] of the ops/s results; id
+    None for a result with no window line before it (every ops/s result
+    of rss/progs has one)."""
     out, pending = [], None
     try:
         text = open(path, "rb").read().decode("utf-8", "replace")
@@ -91,10 +93,10 @@ def windows_of_log(path):
             pending = (int(m.group(1)), int(m.group(2)))
             continue
         m = RESULT_RE.match(line)
-        if m and pending:
+        if m:
             rate = float(m.group(2))
-            out.append((m.group(1), pending[0], pending[1],
-                        1e9 / rate if rate > 0 else None))
+            wid, ops = pending if pending else (None, 0)
+            out.append((m.group(1), wid, ops, 1e9 / rate if rate > 0 else None))
             pending = None
     return out
 
@@ -132,6 +134,10 @@ def main(argv):
     print("# cost model: %s (%s)" % (os.path.basename(lat_path),
                                      ", ".join("%s %g" % (k, lat[k]) for k in LAT_KEYS)))
     for name, wid, ops, path in wins:
+        if wid is None:
+            print("# cost %s: no window line before its result" % name)
+            rc = 1
+            continue
         c = costs.get(wid, {}).get("all")
         if c is None or ops <= 0:
             print("# cost %s: no plugin window %d" % (name, wid))

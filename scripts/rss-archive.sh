@@ -26,6 +26,8 @@ files=()
 while read -r a; do
 	IFS=, read -ra fs <<<"${a#*=}"
 	files+=("${fs[@]}")
+	# the plugin's own counts, to price again with another table
+	case ${fs[1]:-} in *.costs) files+=("${fs[1]%.costs}.cost") ;; esac
 done <"$dst/args"
 for f in "${files[@]}"; do
 	[ -s "$run/$f" ] || die "rss-archive.sh: $f is missing or empty"

@@ -52,6 +52,7 @@ set -uo pipefail
 short=0 benchonly=0 runs="" rounds=${RSS_ROUNDS:-3} secs=${RSS_SECS:-1} vmflags=()
 shapes=${RSS_SHAPES:-"4of4 4of64 4of256 4of1024"}
 cost=${RSS_COST:-1} again=${RSS_AGAIN:-1}
+case $cost$again in [01][01]) ;; *) die "rss.sh: RSS_COST and RSS_AGAIN are 0 or 1" ;; esac
 while [ $# -gt 0 ]; do
 	case $1 in
 	--short) short=1; shift ;;
@@ -257,14 +258,16 @@ icarg=""
 cols=$MODES
 [ "$again" = 0 ] || cols="$cols mainline-2nd"
 for shape in $shapes; do
-	case $shape in
-	[1-9]*of[1-9]*) ;;
-	*) die "rss.sh: shape $shape is not ONLINEofPOSSIBLE" ;;
-	esac
-	online=${shape%of*} possible=${shape#*of}
+	[[ $shape =~ ^([1-9][0-9]*)of([1-9][0-9]*)$ ]] ||
+		die "rss.sh: shape $shape is not ONLINEofPOSSIBLE"
+	online=${BASH_REMATCH[1]} possible=${BASH_REMATCH[2]}
 	[ "$online" -le "$possible" ] || die "rss.sh: shape $shape: more online than possible"
+	[ "$cost" = 0 ] || [ "$online" -le 64 ] ||
+		die "rss.sh: shape $shape: the cost plugin models at most 64 online vCPUs"
 	for round in $(seq "$rounds"); do
-		echo "== rss_stat bench: $shape, round $round ($instrument${cost/#1/, cost plugin})"
+		what=$instrument
+		[ "$cost" = 0 ] || what="$what, cost plugin"
+		echo "== rss_stat bench: $shape, round $round ($what)"
 		seedarg=()
 		[ "$instrument" != icount ] || seedarg=(--seed "$round")
 		for m in control $cols; do
@@ -304,6 +307,9 @@ fi
 vmflags=()
 # The previous run's numbers, to say whether this one repeats them.
 [ ! -s "$dir/table.json" ] || mv "$dir/table.json" "$dir/table.prev.json"
+costabout=""
+[ "$cost" = 0 ] ||
+	costabout=", cost plugin $(basename "$(bash "$REPO/scripts/cost-plugin.sh")") priced by scripts/cost/sapphire-rapids.lat"
 {
 	if [ "$instrument" = kvm ]; then
 		echo "rss_stat benchmarks, $(date -u +%Y-%m-%d): KVM on $(nproc) host CPUs" \
@@ -313,12 +319,14 @@ vmflags=()
 		echo "rss_stat benchmarks, $(date -u +%Y-%m-%d):" \
 			"$(bash "$REPO/scripts/qemu-bpo.sh" | xargs -I{} {} --version | head -n 1), q35," \
 			"TCG -icount shift=0 (guest time = instructions), $rounds boots per column (ABAB)," \
-			"$secs x 10^9 instructions per benchmark${cost/#1/, cost plugin $(basename "$(bash "$REPO/scripts/cost-plugin.sh")") and scripts/cost/sapphire-rapids.lat}${RSS_APPEND:+, $RSS_APPEND}"
+			"$secs x 10^9 instructions per benchmark$costabout${RSS_APPEND:+, $RSS_APPEND}"
 		table=(--path-length)
 	fi
 	python3 "$REPO/scripts/rss_table.py" "${table[@]}" --json "$dir/table.json" "${args[@]}"
 	# The same arguments, files relative to $dir (scripts/rss-archive.sh).
-	printf '%s\n' "${args[@]}" | sed "s|$dir/||g" >"$dir/table.args"
+	for a in "${args[@]}"; do
+		echo "${a//"$dir/"/}"
+	done >"$dir/table.args"
 	if [ "$instrument" = icount ] && [ -s "$dir/table.prev.json" ]; then
 		echo
 		echo "### Against the previous run (.out/rss/table.prev.json)"

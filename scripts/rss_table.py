@@ -241,15 +241,21 @@ def render_cost(t):
                 " instructions, LLC misses, line transfers, locked operations)")
     else:
         what = "per op under perf"
-    out = ["### %s: %s, relative to %s, < 1.00 is cheaper" % (t["shape"], what, REF), "",
+    better = "< 1.00 is cheaper" if PATH_LENGTH else "> 1.00 is cheaper"
+    out = ["### %s: %s, relative to %s, %s" % (t["shape"], what, REF, better), "",
            "| bench | " + " | ".join(t["modes"]) + " | %s median |" % REF,
            "|---|" + "---:|" * len(t["modes"]) + "---:|"]
     for b in rows:
         row = [b]
         for m in t["modes"]:
             c = t["cells"][b][m]
-            row.append("n/a" if c["median"] is None else
-                       "%.2f ±%.2f" % (c["median"], c["half_range"]))
+            if c["median"] is None:
+                row.append("n/a")
+                continue
+            cell = "%.2f ±%.2f" % (c["median"], c["half_range"])
+            if len(c["ratios"]) < c["runs"]:
+                cell += " (%d/%d)" % (len(c["ratios"]), c["runs"])
+            row.append(cell)
         row.append(fmt_value(t["mainline_median"][b], t["units"][b]))
         out.append("| " + " | ".join(row) + " |")
     out.append("")

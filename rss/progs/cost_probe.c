@@ -10,6 +10,8 @@
  *	probe_llc    a read of every line of LLC_BYTES, written before the
  *	             window (more than any modeled LLC of up to 8 vCPUs):
  *	             llc = LLC_BYTES / 64
+ *	probe_hit    the same read of the first HIT_BYTES, read just before
+ *	             (in the LLC, not in L2): llc = 0
  *	probe_xfer   two threads on two CPUs take turns writing one line,
  *	             XFER_ROUNDS turns each: each reads it from the other
  *	             (xfer = 2 * XFER_ROUNDS), then writes the copy both
@@ -29,8 +31,10 @@
 #define REP_BYTES	(1 << 20)
 #define LLC_BYTES	(64 << 20)
 #define XFER_ROUNDS	1000
+#define HIT_BYTES	(4 << 20)
 
 static volatile long turn __attribute__((aligned(64)));
+static volatile long started __attribute__((aligned(64)));
 
 static void result(const char *name, double t0)
 {
@@ -57,6 +61,7 @@ static void *ponger(void *arg)
 	long i;
 
 	pin(1);
+	__atomic_store_n(&started, 1, __ATOMIC_RELEASE);
 	for (i = 0; i < XFER_ROUNDS; i++) {
 		while (__atomic_load_n(&turn, __ATOMIC_ACQUIRE) != 2 * i + 1)
 			__builtin_ia32_pause();
@@ -102,13 +107,20 @@ int main(void)
 		sum += v[i];
 	result("probe_llc", t0);
 
+	for (i = 0; i < HIT_BYTES; i += 64)
+		sum += v[i];
+	t0 = window_begin();
+	for (i = 0; i < HIT_BYTES; i += 64)
+		sum += v[i];
+	result("probe_hit", t0);
+
 	if (pthread_create(&t, NULL, ponger, NULL)) {
 		fprintf(stderr, "cost_probe: pthread_create failed\n");
 		return 1;
 	}
-	/* both threads on their CPUs, the line warm in neither */
-	while (__atomic_load_n(&turn, __ATOMIC_ACQUIRE) != 0)
-		;
+	/* both threads on their CPUs before the window */
+	while (__atomic_load_n(&started, __ATOMIC_ACQUIRE) != 1)
+		__builtin_ia32_pause();
 	t0 = window_begin();
 	for (i = 0; i < XFER_ROUNDS; i++) {
 		__atomic_store_n(&turn, 2 * i + 1, __ATOMIC_RELEASE);

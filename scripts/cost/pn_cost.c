@@ -11,21 +11,24 @@
  *	l1	L1D misses
  *	l2	L2 misses
  *	llc	misses of the shared last-level cache (DRAM accesses)
- *	xfer	lines taken from another vCPU's cache: the line's last
- *		writer is another vCPU and this one has not read it since
- *	upg	writes to a line other vCPUs hold (their copies invalidated)
+ *	xfer	L2 misses served by another vCPU's cache: the line is
+ *		dirty there (written, not read elsewhere since, not
+ *		evicted from the writer's L2)
+ *	upg	writes to a line other vCPUs hold (their copies
+ *		invalidated), unless the same instruction's load of it
+ *		already missed L2 (one RFO for a read-modify-write)
  *	locked	locked read-modify-writes (LOCK prefix, XCHG with memory)
  *
- * Modeled cycles are computed from these on the host
- * (scripts/rss_table.py, Documentation/rss_stat.rst "The cost model"),
- * never here: the plugin counts, the table prices.
+ * Modeled cycles are computed from these on the host (scripts/cost.py,
+ * Documentation/cost_model.rst), never here: the plugin counts, the
+ * table prices.
  *
  * The cache model: per vCPU an L1D and an L2, one LLC shared by all,
  * set-associative, LRU, 64-byte lines, physical addresses.  A miss
- * fills every level.  A directory keeps, per line, the vCPUs that hold
- * a valid copy and the last writer while its copy is dirty.  A write
- * invalidates the other copies; a line evicted from its writer's L2 is
- * written back, so the next reader finds it in the LLC.
+ * fills every level; a line leaving an L2 goes to the LLC (a victim
+ * cache, as Sapphire Rapids' non-inclusive L3).  A directory keeps,
+ * per line, the vCPUs that hold a valid copy and the last writer while
+ * its copy is dirty.  A write invalidates the other copies.
  *
  * The window marker is an x86 NOP the plugin recognises,
  * `nopl 0x4b4d4e50(%rax)` (0f 1f 80 50 4e 4d 4b), with RAX =
@@ -57,7 +60,6 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 #define MAX_VCPUS	64
 #define DIR_CHUNK_SHIFT	16
 #define DIR_TOP		(1UL << (46 - LINE_SHIFT - DIR_CHUNK_SHIFT))
-#define NO_OWNER	0xff
 
 static const uint8_t marker[] = { 0x0f, 0x1f, 0x80, 0x50, 0x4e, 0x4d, 0x4b };
 
@@ -80,6 +82,9 @@ struct vcpu {
 	uint64_t rep_pc;	/* the last REP string instruction run */
 	uint64_t rep_tbs;	/* tbs when it ran */
 	uint64_t last_line;	/* the line of the last access, + 1 */
+	uint64_t ld_pc;		/* the last load: its instruction, */
+	uint64_t ld_line;	/* line + 1, */
+	bool ld_missed;		/* and whether it missed L2 */
 };
 
 struct cache {
@@ -88,9 +93,10 @@ struct cache {
 	unsigned int sets, ways;
 };
 
-struct dent {
-	uint64_t holders;	/* vCPUs with a valid copy */
-	uint8_t owner;		/* dirty in this vCPU's cache, or NO_OWNER */
+/* The directory, in chunks of lines, zeroed (untouched pages unused). */
+struct dchunk {
+	uint64_t holders[1UL << DIR_CHUNK_SHIFT];	/* vCPUs with a copy */
+	uint8_t owner[1UL << DIR_CHUNK_SHIFT];		/* dirty there: vCPU + 1 */
 };
 
 struct window {
@@ -102,7 +108,7 @@ struct window {
 
 static struct qemu_plugin_scoreboard *score;
 static struct cache l1[MAX_VCPUS], l2[MAX_VCPUS], llc;
-static struct dent *dir[DIR_TOP];
+static struct dchunk *dir[DIR_TOP];
 static uint64_t stamp;
 static unsigned int l1_kib = 48, l1_ways = 12, l2_kib = 2048, l2_ways = 16;
 static unsigned int llc_kib = 1920, llc_ways = 15;
@@ -119,7 +125,7 @@ static struct vcpu *vc(unsigned int i)
 static void cache_init(struct cache *c, unsigned int kib, unsigned int ways)
 {
 	c->ways = ways;
-	c->sets = kib * 1024 / 64 / ways;
+	c->sets = (size_t)kib * 1024 / 64 / ways;
 	c->tag = g_new0(uint64_t, (size_t)c->sets * ways);
 	c->used = g_new0(uint64_t, (size_t)c->sets * ways);
 }
@@ -159,60 +165,65 @@ static void cache_drop(struct cache *c, uint64_t line)
 		}
 }
 
-static struct dent *dent(uint64_t line)
+static struct dchunk *chunk(uint64_t line)
 {
 	uint64_t top = line >> DIR_CHUNK_SHIFT;
-	struct dent *d;
-	size_t i;
 
 	if (top >= DIR_TOP)
 		return NULL;
-	if (!dir[top]) {
-		d = g_new(struct dent, 1UL << DIR_CHUNK_SHIFT);
-		for (i = 0; i < 1UL << DIR_CHUNK_SHIFT; i++) {
-			d[i].holders = 0;
-			d[i].owner = NO_OWNER;
-		}
-		dir[top] = d;
-	}
-	return &dir[top][line & ((1UL << DIR_CHUNK_SHIFT) - 1)];
+	if (!dir[top])
+		dir[top] = g_malloc0(sizeof(struct dchunk));
+	return dir[top];
 }
 
-/* A line left vCPU @v's private caches: a dirty one is written back. */
+#define IDX(line)	((line) & ((1UL << DIR_CHUNK_SHIFT) - 1))
+
+/*
+ * A line left vCPU @v's L2: into the LLC (a victim cache), and no
+ * longer dirty in @v.
+ */
 static void private_evicted(unsigned int v, uint64_t line)
 {
-	struct dent *d = dent(line);
+	struct dchunk *d = chunk(line);
+	uint64_t ev;
 
+	cache_access(&llc, line, &ev);
 	if (!d)
 		return;
-	d->holders &= ~(1ULL << v);
-	if (d->owner == v)
-		d->owner = NO_OWNER;
+	d->holders[IDX(line)] &= ~(1ULL << v);
+	if (d->owner[IDX(line)] == v + 1)
+		d->owner[IDX(line)] = 0;
 }
 
-static void access_line(unsigned int v, struct vcpu *s, uint64_t line, bool store)
+/* Returns true if the access missed L2. */
+static bool access_line(unsigned int v, struct vcpu *s, uint64_t line,
+			bool store, bool rmw)
 {
-	struct dent *d = dent(line);
-	uint64_t bit = 1ULL << v, ev;
-	bool remote = false;
+	struct dchunk *d = chunk(line);
+	uint64_t bit = 1ULL << v, ev, *holders;
+	bool remote = false, missed = false;
+	uint8_t *owner;
 
 	if (!d)
-		return;
+		return false;
+	holders = &d->holders[IDX(line)];
+	owner = &d->owner[IDX(line)];
 	/* The line just used, still ours: an L1 hit that changes nothing. */
-	if (s->last_line == line + 1 && (d->holders & bit) &&
-	    (!store || (d->owner == v && d->holders == bit)))
-		return;
+	if (s->last_line == line + 1 && (*holders & bit) &&
+	    (!store || (*owner == v + 1 && *holders == bit)))
+		return false;
 	s->last_line = line + 1;
-	if (!(d->holders & bit)) {
+	if (!(*holders & bit)) {
 		/* Any copy here is stale: a miss in every private level. */
 		cache_drop(&l1[v], line);
 		cache_drop(&l2[v], line);
-		remote = d->owner != NO_OWNER && d->owner != v;
+		remote = *owner && *owner != v + 1;
 	}
 	if (!cache_access(&l1[v], line, &ev)) {
 		s->c[C_L1]++;
 		if (!cache_access(&l2[v], line, &ev)) {
 			s->c[C_L2]++;
+			missed = true;
 			if (ev != ~0ULL) {
 				cache_drop(&l1[v], ev);
 				private_evicted(v, ev);
@@ -226,15 +237,16 @@ static void access_line(unsigned int v, struct vcpu *s, uint64_t line, bool stor
 		}
 	}
 	if (store) {
-		if (!remote && (d->holders & ~bit))
+		if (!remote && !rmw && (*holders & ~bit))
 			s->c[C_UPG]++;
-		d->holders = bit;
-		d->owner = v;
+		*holders = bit;
+		*owner = v + 1;
 	} else {
-		d->holders |= bit;
+		*holders |= bit;
 		if (remote)
-			d->owner = NO_OWNER;	/* now shared, written back */
+			*owner = 0;	/* now shared, written back */
 	}
+	return missed;
 }
 
 static void vcpu_mem(unsigned int v, qemu_plugin_meminfo_t info,
@@ -242,19 +254,31 @@ static void vcpu_mem(unsigned int v, qemu_plugin_meminfo_t info,
 {
 	struct qemu_plugin_hwaddr *hw = qemu_plugin_get_hwaddr(info, vaddr);
 	unsigned int size = 1U << qemu_plugin_mem_size_shift(info);
-	bool store = qemu_plugin_mem_is_store(info);
-	struct vcpu *s = vc(v);
-	uint64_t pa, first, last;
+	bool store = qemu_plugin_mem_is_store(info), rmw, missed;
+	uint64_t pc = (uintptr_t)udata, pa, line;
+	struct vcpu *s;
 
 	if (!hw || qemu_plugin_hwaddr_is_io(hw) || v >= MAX_VCPUS)
 		return;
+	s = vc(v);
 	pa = qemu_plugin_hwaddr_phys_addr(hw);
 	s->c[C_MEM]++;
-	first = pa >> LINE_SHIFT;
-	last = (pa + size - 1) >> LINE_SHIFT;
-	access_line(v, s, first, store);
-	if (last != first)
-		access_line(v, s, last, store);
+	line = pa >> LINE_SHIFT;
+	/* The store of a read-modify-write whose load missed: one RFO. */
+	rmw = store && s->ld_missed && s->ld_pc == pc && s->ld_line == line + 1;
+	missed = access_line(v, s, line, store, rmw);
+	if (!store) {
+		s->ld_pc = pc;
+		s->ld_line = line + 1;
+		s->ld_missed = missed;
+	}
+	/* An access across a line: the second line, on its own page maybe. */
+	if ((vaddr & 63) + size > 64) {
+		hw = qemu_plugin_get_hwaddr(info, vaddr + size - 1);
+		if (hw && !qemu_plugin_hwaddr_is_io(hw))
+			access_line(v, s, qemu_plugin_hwaddr_phys_addr(hw) >> LINE_SHIFT,
+				    store, false);
+	}
 }
 
 static void vcpu_tb(unsigned int v, void *udata)
@@ -419,7 +443,8 @@ static void vcpu_tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 			qemu_plugin_register_vcpu_insn_exec_cb(insn, vcpu_marker,
 				QEMU_PLUGIN_CB_R_REGS, NULL);
 		qemu_plugin_register_vcpu_mem_cb(insn, vcpu_mem, QEMU_PLUGIN_CB_NO_REGS,
-						 QEMU_PLUGIN_MEM_RW, NULL);
+						 QEMU_PLUGIN_MEM_RW,
+						 (void *)(uintptr_t)qemu_plugin_insn_vaddr(insn));
 	}
 }
 
@@ -455,7 +480,7 @@ static bool parse_geometry(const char *v, unsigned int *kib, unsigned int *ways)
 	char *end;
 	unsigned long k = strtoul(v, &end, 10), w;
 
-	if (*end != ':' || !k || k > (1UL << 20))
+	if (*end != ':' || !k || k > (1UL << 16))
 		return false;
 	w = strtoul(end + 1, &end, 10);
 	if (*end || !w || w > 64 || k * 1024 % (64 * w))
