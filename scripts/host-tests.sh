@@ -353,4 +353,17 @@ echo "$out" | grep -q '^### 4of4: modeled cost per op' &&
 	! echo "$out" | grep -q '^| fork_exit_1.upg '
 tap $? "rss_table.py LOG,COSTS: the cost rows in a table of their own, ratios to mainline" "$out"
 
+# ---- the committed raw data of the published make rss runs ----
+# Each Documentation/data/rss-*/ renders its table.md again, and every
+# table row the documents quote from it is in it, digit for digit.
+arch=("$REPO"/Documentation/data/rss-*/)
+if [ -d "${arch[0]}" ]; then
+	out=$(python3 "$REPO/scripts/rss-archive-check.py" "$REPO/README" \
+		"$REPO"/Documentation/*.rst "${arch[@]}" 2>&1)
+	r=$?
+	echo "$out" | tail -n 1 | grep -qv '^0 quoted rows'
+	[ $r = 0 ] && [ $? = 0 ]
+	tap $? "the published make rss tables render again from their committed raw data, and the documents quote them right ($(echo "$out" | tail -n 1))" "$out"
+fi
+
 echo "1..$n"

@@ -5,12 +5,12 @@
 rss-archive-check.py --render DIR TMP
     unpack DIR/raw.txt.gz into TMP, run rss_table.py --path-length on
     DIR/args, print its output (what DIR/table.md holds)
-rss-archive-check.py DOC DIR...
+rss-archive-check.py FILE... DIR...
     for each DIR: render again and compare with DIR/table.md; then every
-    table row DOC quotes from a run ("    | ..." lines of a literal block
-    under a line naming "data/rss-NAME") must be a row of that run's
-    table.md, digit for digit.  Prints one line per problem, "ok" if
-    none; exit 0 if none.
+    table row a FILE (a document) quotes from a run ("    | ..." lines of
+    a literal block after a line naming "data/rss-NAME") must be a row of
+    that run's table.md, digit for digit.  Prints one line per problem
+    and the number of rows checked; exit 0 if no problem.
 """
 import gzip
 import os
@@ -60,10 +60,11 @@ def main(argv):
     if len(argv) < 3:
         print(__doc__, file=sys.stderr)
         return 2
-    doc = open(argv[1]).read()
+    docs = [a for a in argv[1:] if not os.path.isdir(a)]
+    dirs = [a for a in argv[1:] if os.path.isdir(a)]
     bad = []
     tables = {}
-    for d in argv[2:]:
+    for d in dirs:
         name = os.path.basename(d.rstrip("/"))
         with tempfile.TemporaryDirectory() as tmp:
             again = render(d, tmp)
@@ -72,17 +73,20 @@ def main(argv):
             bad.append("%s: table.md is not what its raw data renders" % name)
         tables[name] = set(l.strip() for l in kept.splitlines() if l.startswith("| "))
     # Quoted rows: a literal block's "| " lines after a line naming a run.
-    cur = None
-    for line in doc.splitlines():
-        m = re.search(r"data/(rss-[a-z0-9.-]+)", line)
-        if m:
-            cur = m.group(1)
-        if cur and line.startswith("    | "):
-            if cur not in tables:
-                bad.append("%s: quotes %s, which is not checked here" % (argv[1], cur))
-            elif line.strip() not in tables[cur]:
-                bad.append("%s: row not in %s: %s" % (argv[1], cur, line.strip()[:80]))
-    print("\n".join(bad) if bad else "ok")
+    rows = 0
+    for doc in docs:
+        cur = None
+        for line in open(doc).read().splitlines():
+            m = re.search(r"data/(rss-[a-z0-9.-]+)", line)
+            if m:
+                cur = m.group(1)
+            if cur and line.startswith("    | "):
+                rows += 1
+                if cur not in tables:
+                    bad.append("%s: quotes %s, which is not checked here" % (doc, cur))
+                elif line.strip() not in tables[cur]:
+                    bad.append("%s: row not in %s: %s" % (doc, cur, line.strip()[:80]))
+    print("\n".join(bad + ["%d quoted rows, %d runs" % (rows, len(dirs))]))
     return 1 if bad else 0
 
 
