@@ -353,6 +353,26 @@ echo "$out" | grep -q '^### 4of4: modeled cost per op' &&
 	! echo "$out" | grep -q '^| fork_exit_1.upg '
 tap $? "rss_table.py LOG,COSTS: the cost rows in a table of their own, ratios to mainline" "$out"
 
+# The contention model: the unpatched control is the baseline, and
+# pcpu_lock's demand is both sides' holds (one spinlock).
+for m in control mainline flat; do
+	case $m in
+	control) h="900 300 200" ;;
+	mainline) h="1000 400 300" ;;
+	flat) h="0 0 0" ;;
+	esac
+	set -- $h
+	printf '%s\n' "rss-bench fork_exec_1 1000.000 ops/s" \
+		"rss-bench hold_mutex_fork_exec $1 insns" "rss-bench hold_alloc_lock_fork_exec $2 insns" \
+		"rss-bench hold_free_lock_fork_exec $3 insns" >"$work/model-$m.log"
+done
+out=$(python3 "$REPO/scripts/rss_table.py" --path-length control:4of64:1="$work/model-control.log" \
+	mainline:4of64:1="$work/model-mainline.log" flat:4of64:1="$work/model-flat.log" 2>&1)
+echo "$out" | grep -q 'as queues; X(N) relative to control$' &&
+	echo "$out" | grep -q '^| control | 1000000 | 900 | 500 | 1111 | 1.00 | 1.00 | 1.00 |' &&
+	echo "$out" | grep -q '^| mainline | 1000000 | 1000 | 700 | 1000 | 1.00 |'
+tap $? "rss_table.py's contention model: control is the baseline, pcpu_lock's demand both sides" "$out"
+
 # ---- the committed raw data of the published make rss runs ----
 # Each Documentation/data/rss-*/ renders its table.md again, and every
 # table row the documents quote from it is in it, digit for digit.
