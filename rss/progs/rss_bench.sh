@@ -120,14 +120,20 @@ rb_hold()	# progs mode
 
 rss_bench_all()	# progs secs icount reclaim
 {
-	local p=$1 secs=$2 ic="" rc=0
+	local p=$1 secs=$2 ic="" rc=0 n
+
+	# The benchmarks "from every CPU" use every CPU this shell may run
+	# on: 4 in make rss's 4-online shapes and in make rss-here's pinned
+	# runs, 16 or 64 in the many-online shapes.
+	n=$(nproc)
+	[ "$n" -le 256 ] || n=256	# the programs' MAX_THREADS
 
 	# Memory first: before the fork benchmarks leave free populated
 	# per-CPU pages and constructed objects behind (rss/progs/README).
 	"$p/bench_mem" --children "${RSS_MEM_CHILDREN:-512}" || rc=1
 	"$p/bench_mem" --children "${RSS_MEM_CHILDREN:-512}" --threads-per-child 4 || rc=1
 	rb_timed "$secs" "$p/bench_fork" --mode exec --forkers 1 --true "$p/true" || rc=1
-	rb_timed "$secs" "$p/bench_fork" --mode exec --forkers 4 --true "$p/true" || rc=1
+	rb_timed "$secs" "$p/bench_fork" --mode exec --forkers "$n" --true "$p/true" || rc=1
 	rb_timed "$secs" "$p/bench_fork" --mode exit --forkers 1 || rc=1
 	rb_timed "$secs" "$p/bench_fork" --mode exit --forkers 1 --threads 4 || rc=1
 	rb_timed "$secs" "$p/bench_fork" --mode spawn --forkers 1 --true "$p/true" || rc=1
@@ -135,8 +141,8 @@ rss_bench_all()	# progs secs icount reclaim
 	rb_hold "$p" exec
 	rb_timed "$secs" "$p/bench_thread" || rc=1
 	rb_timed "$secs" "$p/bench_fault" --threads 1 || rc=1
-	rb_timed "$secs" "$p/bench_fault" --threads 4 || rc=1
-	rb_timed "$secs" "$p/bench_status" || rc=1
+	rb_timed "$secs" "$p/bench_fault" --threads "$n" || rc=1
+	rb_timed "$secs" "$p/bench_status" --faulters "$n" || rc=1
 	rb_timed "$secs" "$p/bench_oom" --children "${RSS_OOM_CHILDREN:-1000}" || rc=1
 	"$p/bench_drift" || rc=1
 	# The tick's RSS read (TASK_XACCT): a process spins secs x 10^9
