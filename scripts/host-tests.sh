@@ -373,6 +373,16 @@ echo "$out" | grep -q 'as queues; X(N) relative to control$' &&
 	echo "$out" | grep -q '^| mainline | 1000000 | 1000 | 700 | 1000 | 1.00 |'
 tap $? "rss_table.py's contention model: control is the baseline, pcpu_lock's demand both sides" "$out"
 
+# Growth from the fewest possible CPUs: path length and modeled cycles.
+printf '%s\n' "rss-bench fork_exit_1 1000.000 ops/s" "rss-bench fork_exit_1.cycles 10.000 cycles" >"$work/g4.log"
+printf '%s\n' "rss-bench fork_exit_1 500.000 ops/s" "rss-bench fork_exit_1.cycles 15.000 cycles" >"$work/g1024.log"
+out=$(python3 "$REPO/scripts/rss_table.py" --path-length mainline:4of4:1="$work/g4.log" \
+	mainline:4of1024:1="$work/g1024.log" 2>&1)
+echo "$out" | grep -q '^### growth from 4of4 to 4of1024' &&
+	echo "$out" | grep -q '^| fork_exit_1 (insns) | +100.0 % |$' &&
+	echo "$out" | grep -q '^| fork_exit_1 (cycles) | +50.0 % |$'
+tap $? "rss_table.py: growth of the fork rows from 4 to 1024 possible, path length and modeled cycles" "$out"
+
 # ---- the committed raw data of the published make rss runs ----
 # Each Documentation/data/rss-*/ renders its table.md again, and every
 # table row the documents quote from it is in it, digit for digit.

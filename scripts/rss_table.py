@@ -327,6 +327,52 @@ def render(t):
     return "\n".join(out)
 
 
+GROWTH_ROWS = ("fork_exit_1", "fork_exec_1", "fork_exit_1_4t", "spawn_exec_1",
+               "thread_once")
+
+
+def growth(tables):
+    """--path-length: per mode, how a fork row's cost grows from the
+    shape with the fewest possible CPUs to each shape with the same
+    online CPUs and more possible: median path length (insns/op) and,
+    where the cost plugin ran, median modeled cycles per op."""
+    shapes = []
+    for t in tables:
+        m = re.match(r"^(\d+)of(\d+)$", t["shape"])
+        if m:
+            shapes.append((int(m.group(1)), int(m.group(2)), t))
+    out = []
+    for online in sorted(set(s[0] for s in shapes)):
+        same = sorted((s for s in shapes if s[0] == online), key=lambda s: s[1])
+        if len(same) < 2:
+            continue
+        base = same[0][2]
+        modes = [m for m in base["modes"] if all(m in s[2]["modes"] for s in same)]
+        for _, _, t in same[1:]:
+            out.append("### growth from %s to %s: median cost per op, %% change"
+                       % (base["shape"], t["shape"]))
+            out.append("")
+            out.append("| row | " + " | ".join(modes) + " |")
+            out.append("|---|" + "---:|" * len(modes))
+            for row in GROWTH_ROWS:
+                for b, unit in ((row, "insns"), (row + ".cycles", "cycles")):
+                    if b not in base["cells"] or b not in t["cells"]:
+                        continue
+                    cells = []
+                    for m in modes:
+                        a = median(base["cells"][b][m]["values"])
+                        z = median(t["cells"][b][m]["values"])
+                        if not a or not z:
+                            cells.append("n/a")
+                            continue
+                        if base["units"][b] == "ops/s":
+                            a, z = 1 / a, 1 / z
+                        cells.append("%+.1f %%" % (100 * (z - a) / a))
+                    out.append("| %s (%s) | %s |" % (row, unit, " | ".join(cells)))
+            out.append("")
+    return "\n".join(out)
+
+
 def solo(bench):
     """A single-threaded path length: one process or thread does the work
     alone, so under -icount it repeats.  The other rows interleave threads
@@ -560,7 +606,12 @@ def main(argv):
         runs.append({"mode": mode, "shape": shape, "run": run, "log": log,
                      "values": values, "units": units, "order": order})
     tables = build(runs)
-    print("\n".join(render(t) for t in tables).rstrip("\n"))
+    text = "\n".join(render(t) for t in tables)
+    if PATH_LENGTH:
+        g = growth(tables)
+        if g:
+            text += "\n" + g
+    print(text.rstrip("\n"))
 
     if json_path:
         with open(json_path, "w") as f:
