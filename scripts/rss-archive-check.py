@@ -43,7 +43,18 @@ def unpack(d, tmp):
 
 
 def render(d, tmp):
+    """rss_table.py on the archived files; a .costs file is made again
+    from its log and the plugin's .cost by cost.py and must match."""
     unpack(d, tmp)
+    for name in sorted(os.listdir(tmp)):
+        if not name.endswith(".costs"):
+            continue
+        base = os.path.join(tmp, name[:-len(".costs")])
+        again = subprocess.run([sys.executable, os.path.join(HERE, "cost.py"),
+                                base + ".log", base + ".cost"],
+                               capture_output=True, text=True).stdout
+        if again != open(base + ".costs").read():
+            return "%s: not what cost.py makes of its log and .cost\n" % name
     args = []
     for a in open(os.path.join(d, "args")).read().split():
         spec, files = a.split("=", 1)
