@@ -8,8 +8,8 @@ rss-archive-check.py --render DIR TMP
 rss-archive-check.py FILE... DIR...
     for each DIR: render again and compare with DIR/table.md; then every
     table row a FILE (a document) quotes from a run ("    | ..." lines of
-    a literal block after a line naming "data/rss-NAME") must be a row of
-    that run's table.md, digit for digit.  Prints one line per problem
+    a literal block after a line naming "data/rss-NAME", in the same
+    section) must be a row of that run's table.md, digit for digit.  Prints one line per problem
     and the number of rows checked; exit 0 if no problem.
 """
 import gzip
@@ -88,7 +88,9 @@ def main(argv):
     for doc in docs:
         cur = None
         for line in open(doc).read().splitlines():
-            m = re.search(r"data/(rss-[a-z0-9.-]+)", line)
+            if re.match(r"^([-=~])\1{2,}$", line):
+                cur = None		# a new section quotes afresh
+            m = re.search(r"data/(rss-[a-z0-9.-]*[a-z0-9])", line)
             if m:
                 cur = m.group(1)
             if cur and line.startswith("    | "):

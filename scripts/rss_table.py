@@ -354,6 +354,23 @@ def growth(tables):
             out.append("")
             out.append("| row | " + " | ".join(modes) + " |")
             out.append("|---|" + "---:|" * len(modes))
+            per = []
+            for row in GROWTH_ROWS:
+                for b, unit in ((row, "path insns"), (row + ".insns", "retired insns"),
+                                (row + ".cycles", "cycles")):
+                    if b not in base["cells"] or b not in t["cells"]:
+                        continue
+                    cells = []
+                    for m in modes:
+                        a = median(base["cells"][b][m]["values"])
+                        z = median(t["cells"][b][m]["values"])
+                        if not a or not z:
+                            cells.append("n/a")
+                            continue
+                        if base["units"][b] == "ops/s":
+                            a, z = 1e9 / a, 1e9 / z
+                        cells.append("%.0f" % ((z - a) / (t_possible(t) - t_possible(base))))
+                    per.append("| %s (%s) | %s |" % (row, unit, " | ".join(cells)))
             for row in GROWTH_ROWS:
                 for b, unit in ((row, "insns"), (row + ".cycles", "cycles")):
                     if b not in base["cells"] or b not in t["cells"]:
@@ -370,7 +387,19 @@ def growth(tables):
                         cells.append("%+.1f %%" % (100 * (z - a) / a))
                     out.append("| %s (%s) | %s |" % (row, unit, " | ".join(cells)))
             out.append("")
+            if per:
+                out.append("### growth from %s to %s: per added possible CPU"
+                           % (base["shape"], t["shape"]))
+                out.append("")
+                out.append("| row | " + " | ".join(modes) + " |")
+                out.append("|---|" + "---:|" * len(modes))
+                out += per
+                out.append("")
     return "\n".join(out)
+
+
+def t_possible(t):
+    return int(re.match(r"^\d+of(\d+)$", t["shape"]).group(1))
 
 
 def solo(bench):
