@@ -317,7 +317,7 @@ costabout=""
 		table=()
 	else
 		echo "rss_stat benchmarks, $(date -u +%Y-%m-%d):" \
-			"$(bash "$REPO/scripts/qemu-bpo.sh" | xargs -I{} {} --version | head -n 1), q35," \
+			"$("$(bash "$REPO/scripts/qemu-bpo.sh")" --version 2>/dev/null | head -n 1), q35," \
 			"TCG -icount shift=0 (guest time = instructions), $rounds boots per column (ABAB)," \
 			"$secs x 10^9 instructions per benchmark$costabout${RSS_APPEND:+, $RSS_APPEND}"
 		table=(--path-length)
