@@ -37,7 +37,8 @@
 # --cost; about 4 times slower): a second table per shape of modeled
 # cycles, retired instructions, LLC misses, line transfers and locked
 # operations per op (scripts/cost.py); RSS_COST=0 leaves it out.
-# RSS_AGAIN=0 leaves out the mainline-2nd column.  RSS_APPEND adds to
+# RSS_AGAIN=0 leaves out the mainline-2nd column.  RSS_SEEDS="2 3" runs
+# those rounds (seeds) instead of 1..RSS_ROUNDS: more seeds for a run.  RSS_APPEND adds to
 # every bench boot's command line (e.g. clearcpuid=fsrs,fsrm,erms).
 #
 # Correctness per mode (scripts/guest/rss.sh): the kernel took the mode,
@@ -53,6 +54,9 @@ short=0 benchonly=0 runs="" rounds=${RSS_ROUNDS:-3} secs=${RSS_SECS:-1} vmflags=
 shapes=${RSS_SHAPES:-"4of4 4of64 4of256 4of1024"}
 cost=${RSS_COST:-1} again=${RSS_AGAIN:-1}
 case $cost$again in [01][01]) ;; *) die "rss.sh: RSS_COST and RSS_AGAIN are 0 or 1" ;; esac
+for r in ${RSS_SEEDS:-}; do
+	case $r in [1-9] | [1-9][0-9]) ;; *) die "rss.sh: RSS_SEEDS takes numbers 1..99" ;; esac
+done
 while [ $# -gt 0 ]; do
 	case $1 in
 	--short) short=1; shift ;;
@@ -264,7 +268,7 @@ for shape in $shapes; do
 	[ "$online" -le "$possible" ] || die "rss.sh: shape $shape: more online than possible"
 	[ "$cost" = 0 ] || [ "$online" -le 64 ] ||
 		die "rss.sh: shape $shape: the cost plugin models at most 64 online vCPUs"
-	for round in $(seq "$rounds"); do
+	for round in ${RSS_SEEDS:-$(seq "$rounds")}; do
 		what=$instrument
 		[ "$cost" = 0 ] || what="$what, cost plugin"
 		echo "== rss_stat bench: $shape, round $round ($what)"
