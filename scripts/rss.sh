@@ -8,11 +8,11 @@
 #                             clock: per shape (RSS_SHAPES, default 4
 #                             online of 4, 64, 256 and 1024 possible
 #                             CPUs),
-#                             RSS_ROUNDS rounds (default 3) in ABAB
-#                             order of the control build, each mode of
-#                             the patched image, and mainline again (the
-#                             instrument's spread); RSS_SECS x 10^9
-#                             instructions per benchmark (default 1).
+#                             RSS_ROUNDS rounds (default 1 under the
+#                             cost plugin, else 3) in ABAB order of the
+#                             control build and each mode of the
+#                             patched image; RSS_SECS x 10^9
+#                             instructions per benchmark (default 0.2).
 #                             Prints one table per shape
 #                             (scripts/rss_table.py --path-length), also
 #                             saved to .out/rss/table.md, and how far
@@ -37,9 +37,11 @@
 # --cost; about 4 times slower): a second table per shape of modeled
 # cycles, retired instructions, LLC misses, line transfers and locked
 # operations per op (scripts/cost.py); RSS_COST=0 leaves it out.
-# RSS_AGAIN=0 leaves out the mainline-2nd column.  RSS_SEEDS="2 3" runs
-# those rounds (seeds) instead of 1..RSS_ROUNDS: more seeds for a run.  RSS_APPEND adds to
-# every bench boot's command line (e.g. clearcpuid=fsrs,fsrm,erms).
+# RSS_AGAIN=1 adds mainline booted again (the instrument's spread; the
+# cost lane of make check shows it is nil).  RSS_SEEDS="2 3" runs those
+# rounds (seeds) instead of 1..RSS_ROUNDS: more seeds for a run.
+# RSS_APPEND adds to every bench boot's command line (e.g.
+# clearcpuid=395,fsrm,erms).
 #
 # Correctness per mode (scripts/guest/rss.sh): the kernel took the mode,
 # rss/progs/rss_check (RssAnon/RssShmem/VmRSS against the pages really
