@@ -356,8 +356,8 @@ def growth(tables):
             out.append("|---|" + "---:|" * len(modes))
             per = []
             for row in GROWTH_ROWS:
-                for b, unit in ((row, "path insns"), (row + ".insns", "retired insns"),
-                                (row + ".cycles", "cycles")):
+                for b, unit in ((row, "path insns/CPU"), (row + ".insns", "retired insns/CPU"),
+                                (row + ".cycles", "cycles/CPU")):
                     if b not in base["cells"] or b not in t["cells"]:
                         continue
                     cells = []
