@@ -93,15 +93,21 @@ ok(llc is not None and (64 << 20) // 64 <= llc["llc"] <= (64 << 20) // 64 * 1.02
 ok(hit is not None and hit["llc"] <= 100 and hit["l2"] >= (4 << 20) // 64,
    "probe_hit: 4 MiB read again misses L2, hits the LLC (at most 100 LLC misses on vCPU 0)",
    "got %r" % ((hit and (hit["l2"], hit["llc"])),))
-# A spin read of an unchanged line hits L1: at least a transfer and an
-# upgrade a turn on vCPU 0, and far fewer transfers than spin reads
-# (vCPU 0 spins about 25000 reads a turn under QEMU's round robin; the
-# stock kernel's own background work on the other vCPUs adds some 50
-# transfers a turn).
-ok(x0 is not None and x1 is not None and 1000 <= x0["xfer"] <= 100000
-   and 1000 <= x0["upg"] <= 100000 and x0["insns"] >= 4000000,
+# The main thread is pinned to CPU 0, the boot CPU, vCPU 0; the other
+# thread runs on some other vCPU.  Each turn, each side reads the line
+# the other wrote (a transfer) and writes the line both hold (an
+# upgrade).  A spin read of an unchanged line hits L1: on vCPU 0 at
+# most a quarter of the accesses are transfers.  (Which vCPU spins how
+# long depends on QEMU's round robin, so no count of spins is fixed.)
+others = None
+if w.get("probe_xfer") and w["probe_xfer"][0] in per:
+    pw = per[w["probe_xfer"][0]]
+    others = {k: sum(c[k] for cpu, c in pw.items() if cpu not in ("0", "all"))
+              for k in ("xfer", "upg")}
+ok(x0 is not None and others is not None and x0["xfer"] >= 1000 and x0["upg"] >= 1000
+   and 4 * x0["xfer"] <= x0["mem"] and others["xfer"] >= 1000 and others["upg"] >= 1000,
    "probe_xfer: 1000 turns on one line, a transfer each way, an upgrade each write",
-   "vCPU0 %s vCPU1 %s" % (x0 and (x0["xfer"], x0["upg"]), x1 and (x1["xfer"], x1["upg"])))
+   "vCPU0 %s, the others %s" % (x0 and (x0["xfer"], x0["upg"], x0["mem"]), others))
 worst = None
 for name, (wid, ops, path) in w.items():
     a = per.get(wid, {}).get("all")
