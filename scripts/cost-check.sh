@@ -78,7 +78,8 @@ def v(name, cpu):
 lock, rep, llc, hit = (v("probe_lock", "0"), v("probe_rep", "0"), v("probe_llc", "0"),
                        v("probe_hit", "0"))
 x0, x1 = v("probe_xfer", "0"), v("probe_xfer", "1")
-ok(lock is not None and 10000 <= lock["locked"] <= 10100,
+# (slack: an interrupt in the window runs the kernel's own locked ops)
+ok(lock is not None and 10000 <= lock["locked"] <= 11000,
    "probe_lock: 10000 locked adds counted on vCPU 0",
    "got %s" % (lock and lock["locked"]))
 # -icount runs a REP of N iterations N + 1 times (the last with RCX 0);
@@ -90,8 +91,10 @@ ok(rep is not None and (1 << 20) - 50 <= rep["raw"] - rep["insns"] <= (1 << 20) 
 ok(llc is not None and (64 << 20) // 64 <= llc["llc"] <= (64 << 20) // 64 * 1.02,
    "probe_llc: a read of 64 MiB misses the LLC once per line on vCPU 0",
    "got %s" % (llc and llc["llc"]))
-ok(hit is not None and hit["llc"] <= 100 and hit["l2"] >= (4 << 20) // 64,
-   "probe_hit: 4 MiB read again misses L2, hits the LLC (at most 100 LLC misses on vCPU 0)",
+# (slack: the other vCPUs' work shares the LLC; an LLC that never hit
+# would miss all 65536 lines)
+ok(hit is not None and hit["llc"] <= (4 << 20) // 64 // 20 and hit["l2"] >= (4 << 20) // 64,
+   "probe_hit: 4 MiB read again misses L2, hits the LLC (under 5 % LLC misses on vCPU 0)",
    "got %r" % ((hit and (hit["l2"], hit["llc"])),))
 # The main thread is pinned to CPU 0, the boot CPU, vCPU 0; the other
 # thread runs on some other vCPU.  Each turn, each side reads the line
