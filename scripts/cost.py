@@ -44,13 +44,16 @@ def fail(msg):
     sys.exit(2)
 
 
-def read_lat(path):
-    lat = {}
+def read_text(path):
     try:
-        lines = open(path).read().splitlines()
+        return open(path, "rb").read().decode("utf-8", "replace")
     except OSError as e:
         fail("%s: %s" % (path, e.strerror))
-    for line in lines:
+
+
+def read_lat(path):
+    lat = {}
+    for line in read_text(path).splitlines():
         line = line.split("#", 1)[0].strip()
         if not line:
             continue
@@ -83,11 +86,7 @@ def windows_of_log(path):
     None for a result with no window line before it (every ops/s result
     of rss/progs has one)."""
     out, pending = [], None
-    try:
-        text = open(path, "rb").read().decode("utf-8", "replace")
-    except OSError as e:
-        fail("%s: %s" % (path, e.strerror))
-    for line in re.split(r"[\r\n]+", text):
+    for line in re.split(r"[\r\n]+", read_text(path)):
         m = WINDOW_RE.match(line)
         if m:
             pending = (int(m.group(1)), int(m.group(2)))
@@ -104,11 +103,7 @@ def windows_of_log(path):
 def costs_of_plugin(path):
     """{id: {vcpu: counters}}, the last line of each (id, vcpu)."""
     got = {}
-    try:
-        lines = open(path).read().splitlines()
-    except OSError as e:
-        fail("%s: %s" % (path, e.strerror))
-    for line in lines:
+    for line in read_text(path).splitlines():
         if line.startswith("#") or not line.strip():
             continue
         m = COST_RE.match(line)

@@ -224,6 +224,22 @@ def build(runs):
     return tables
 
 
+def table_row(t, b):
+    """One markdown row: bench, a cell per mode, mainline's own value."""
+    row = [b]
+    for m in t["modes"]:
+        c = t["cells"][b][m]
+        if c["median"] is None:
+            row.append("n/a")
+            continue
+        s = "%.2f ±%.2f" % (c["median"], c["half_range"])
+        if len(c["ratios"]) < c["runs"]:
+            s += " (%d/%d)" % (len(c["ratios"]), c["runs"])
+        row.append(s)
+    row.append(fmt_value(t["mainline_median"][b], t["units"][b]))
+    return "| " + " | ".join(row) + " |"
+
+
 def cost_row(bench):
     """NAME.SUFFIX of scripts/cost.py: (NAME, SUFFIX), else None."""
     name, dot, suffix = bench.rpartition(".")
@@ -245,19 +261,7 @@ def render_cost(t):
     out = ["### %s: %s, relative to %s, %s" % (t["shape"], what, REF, better), "",
            "| bench | " + " | ".join(t["modes"]) + " | %s median |" % REF,
            "|---|" + "---:|" * len(t["modes"]) + "---:|"]
-    for b in rows:
-        row = [b]
-        for m in t["modes"]:
-            c = t["cells"][b][m]
-            if c["median"] is None:
-                row.append("n/a")
-                continue
-            cell = "%.2f ±%.2f" % (c["median"], c["half_range"])
-            if len(c["ratios"]) < c["runs"]:
-                cell += " (%d/%d)" % (len(c["ratios"]), c["runs"])
-            row.append(cell)
-        row.append(fmt_value(t["mainline_median"][b], t["units"][b]))
-        out.append("| " + " | ".join(row) + " |")
+    out += [table_row(t, b) for b in rows]
     out.append("")
     return out
 
@@ -277,21 +281,7 @@ def render(t):
         out.append("")
     out.append("| bench | " + " | ".join(t["modes"]) + " | %s median |" % REF)
     out.append("|---|" + "---:|" * len(t["modes"]) + "---:|")
-    for b in t["benches"]:
-        if cost_row(b):
-            continue
-        row = [b]
-        for m in t["modes"]:
-            c = t["cells"][b][m]
-            if c["median"] is None:
-                row.append("n/a")
-                continue
-            s = "%.2f ±%.2f" % (c["median"], c["half_range"])
-            if len(c["ratios"]) < c["runs"]:
-                s += " (%d/%d)" % (len(c["ratios"]), c["runs"])
-            row.append(s)
-        row.append(fmt_value(t["mainline_median"][b], t["units"][b]))
-        out.append("| " + " | ".join(row) + " |")
+    out += [table_row(t, b) for b in t["benches"] if not cost_row(b)]
     if not t["benches"]:
         out.append("| (no rss-bench lines) |" + " |" * (len(t["modes"]) + 1))
     if AGAIN in t["modes"]:
@@ -354,38 +344,30 @@ def growth(tables):
             out.append("")
             out.append("| row | " + " | ".join(modes) + " |")
             out.append("|---|" + "---:|" * len(modes))
-            per = []
+            pct, per = [], []
+            dcpu = t_possible(t) - t_possible(base)
             for row in GROWTH_ROWS:
-                for b, unit in ((row, "path insns/CPU"), (row + ".insns", "retired insns/CPU"),
-                                (row + ".cycles", "cycles/CPU")):
+                for b, unit, punit in ((row, "insns", "path insns/CPU"),
+                                       (row + ".insns", None, "retired insns/CPU"),
+                                       (row + ".cycles", "cycles", "cycles/CPU")):
                     if b not in base["cells"] or b not in t["cells"]:
                         continue
-                    cells = []
+                    pc, pp = [], []
                     for m in modes:
                         a = median(base["cells"][b][m]["values"])
                         z = median(t["cells"][b][m]["values"])
                         if not a or not z:
-                            cells.append("n/a")
+                            pc.append("n/a")
+                            pp.append("n/a")
                             continue
                         if base["units"][b] == "ops/s":
                             a, z = 1e9 / a, 1e9 / z
-                        cells.append("%.0f" % ((z - a) / (t_possible(t) - t_possible(base))))
-                    per.append("| %s (%s) | %s |" % (row, unit, " | ".join(cells)))
-            for row in GROWTH_ROWS:
-                for b, unit in ((row, "insns"), (row + ".cycles", "cycles")):
-                    if b not in base["cells"] or b not in t["cells"]:
-                        continue
-                    cells = []
-                    for m in modes:
-                        a = median(base["cells"][b][m]["values"])
-                        z = median(t["cells"][b][m]["values"])
-                        if not a or not z:
-                            cells.append("n/a")
-                            continue
-                        if base["units"][b] == "ops/s":
-                            a, z = 1 / a, 1 / z
-                        cells.append("%+.1f %%" % (100 * (z - a) / a))
-                    out.append("| %s (%s) | %s |" % (row, unit, " | ".join(cells)))
+                        pc.append("%+.1f %%" % (100 * (z - a) / a))
+                        pp.append("%.0f" % ((z - a) / dcpu))
+                    if unit:
+                        pct.append("| %s (%s) | %s |" % (row, unit, " | ".join(pc)))
+                    per.append("| %s (%s) | %s |" % (row, punit, " | ".join(pp)))
+            out += pct
             out.append("")
             if per:
                 out.append("### growth from %s to %s: per added possible CPU"

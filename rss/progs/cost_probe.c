@@ -33,8 +33,9 @@
 #define XFER_ROUNDS	1000
 #define HIT_BYTES	(4 << 20)
 
-static volatile long turn __attribute__((aligned(64)));
-static volatile long started __attribute__((aligned(64)));
+/* each on a line of its own; only touched by atomics */
+static long turn __attribute__((aligned(64)));
+static long started __attribute__((aligned(64)));
 
 static void result(const char *name, double t0)
 {
@@ -74,7 +75,6 @@ int main(void)
 {
 	static long counter __attribute__((aligned(64)));
 	unsigned char *buf = malloc(LLC_BYTES);
-	volatile unsigned char *v = buf;
 	unsigned long sum = 0;
 	pthread_t t;
 	size_t n;
@@ -101,17 +101,17 @@ int main(void)
 	result("probe_rep", t0);
 
 	for (i = 0; i < LLC_BYTES; i += 64)	/* the last write wins the LLC */
-		v[i] = 2;
+		__atomic_store_n(&buf[i], 2, __ATOMIC_RELAXED);
 	t0 = window_begin();
 	for (i = 0; i < LLC_BYTES; i += 64)
-		sum += v[i];
+		sum += __atomic_load_n(&buf[i], __ATOMIC_RELAXED);
 	result("probe_llc", t0);
 
 	for (i = 0; i < HIT_BYTES; i += 64)
-		sum += v[i];
+		sum += __atomic_load_n(&buf[i], __ATOMIC_RELAXED);
 	t0 = window_begin();
 	for (i = 0; i < HIT_BYTES; i += 64)
-		sum += v[i];
+		sum += __atomic_load_n(&buf[i], __ATOMIC_RELAXED);
 	result("probe_hit", t0);
 
 	if (pthread_create(&t, NULL, ponger, NULL)) {
