@@ -9,7 +9,9 @@
 #     (rss/progs/cost_probe.c): locked adds, REP iterations, LLC misses,
 #     line transfers, each on the vCPU that did the work;
 #   - every window's raw count is the guest's -icount path length;
-#   - the two boots wrote the same plugin output and the same results.
+#   - the two boots wrote the same plugin output and the same results;
+#   - scripts/cost/pn_cost_test.c: the cache and directory model fed
+#     chosen accesses without QEMU, a case per fix found in review.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -31,6 +33,17 @@ for i in 1 2; do
 	echo "cost.py rc=$?" >>"$dir/boot$i.per-op"
 done
 fi
+# The model's unit test, built against the plugin's own header.
+mkdir -p "$dir"
+so=$(bash "$REPO/scripts/cost-plugin.sh") || die "cost: the plugin does not build"
+qver=${so##*/pn_cost-}
+qver=${qver%%-*}
+# shellcheck disable=SC2046 # pkg-config's flags are words
+gcc -O2 -g -Wall -Wextra -Wno-unused-parameter -Werror -I"$(dirname "$so")/qemu-$qver" \
+	$(pkg-config --cflags glib-2.0) -o "$dir/pn_cost_test" "$REPO/scripts/cost/pn_cost_test.c" \
+	$(pkg-config --libs glib-2.0) >"$dir/unit.tap" 2>&1 &&
+	"$dir/pn_cost_test" >"$dir/unit.tap" 2>"$dir/unit.err"
+echo "rc $?" >>"$dir/unit.tap"
 python3 - "$dir" <<'PY'
 import re, sys
 d = sys.argv[1]
@@ -63,7 +76,9 @@ def read(i):
         if f[:1] == ["pn-cost"]:
             per.setdefault(f[1], {})[f[2]] = dict(zip(C, map(int, f[3:])))
     return log, cost, wins, per
-print("1..9")
+unit = open("%s/unit.tap" % d).read().splitlines()
+cases = [l for l in unit if re.match(r"^(not )?ok - ", l)]
+print("1..%d" % (10 + len(cases)))
 log1, cost1, w, per = read(1)
 log2, cost2, _, _ = read(2)
 po = [open("%s/boot%d.per-op" % (d, i)).read() for i in (1, 2)]
@@ -128,4 +143,9 @@ ok("\npn-cost " in cost1 and cost1 == cost2,
    "boot 2 differs")
 r = lambda t: [l for l in t.splitlines() if l.startswith(("rss-bench ", "# window "))]
 ok(r(log1) != [] and r(log1) == r(log2), "two boots of one seed: the same results, digit for digit")
+ok(len(cases) == 7 and unit[-1] == "rc 0",
+   "pn_cost_test: the model's %d cases ran" % len(cases), " / ".join(unit[-3:]))
+for c in cases:
+    m = re.match(r"^(not )?ok - (.*)$", c)
+    ok(not m.group(1), "pn_cost_test: " + m.group(2))
 PY

@@ -383,6 +383,21 @@ echo "$out" | grep -q '^### growth from 4of4 to 4of1024' &&
 	echo "$out" | grep -q '^| fork_exit_1 (cycles) | +50.0 % |$'
 tap $? "rss_table.py: growth of the fork rows from 4 to 1024 possible, path length and modeled cycles" "$out"
 
+# make rss's variables are checked before anything is built or booted
+# (and before its options: a wrong value is the error it reports).
+bad=0
+for v in RSS_COST=2 RSS_AGAIN=yes "RSS_SEEDS=0" "RSS_SEEDS=2 x"; do
+	out=$(env PCPU_NEXT_OUT="$work/rssvars" "$v" timeout 20 bash "$REPO/scripts/rss.sh" --not-an-option 2>&1)
+	r=$?
+	case $r:$out in
+	1:*"RSS_COST and RSS_AGAIN are 0 or 1"* | 1:*"RSS_SEEDS takes numbers 1..99"*) ;;
+	*) bad=1; echo "$v: rc $r: $out" ;;
+	esac
+done >"$work/rssvars.out"
+[ $bad = 0 ] && [ ! -e "$work/rssvars/rss" ]
+tap $? "make rss refuses RSS_COST=2, RSS_AGAIN=yes and RSS_SEEDS 0 or x before it builds anything" \
+	"$(cat "$work/rssvars.out")"
+
 # ---- the committed raw data of the published make rss runs ----
 # Each Documentation/data/rss-*/ renders its table.md again, and every
 # table row the documents quote from it is in it, digit for digit.
