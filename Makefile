@@ -70,6 +70,9 @@ check:
 demo:
 	bash scripts/demo.sh
 
+bench-cost:
+	bash scripts/bench-cost.sh
+
 kselftest:
 	bash scripts/check.sh --lane kselftest
 
@@ -82,5 +85,5 @@ rss-deb:
 rss-here:
 	bash scripts/rss-here.sh
 
-.PHONY: all modules kdir clean deps check demo kselftest rss rss-deb rss-here
+.PHONY: all modules kdir clean deps check demo bench-cost kselftest rss rss-deb rss-here
 endif

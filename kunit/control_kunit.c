@@ -333,10 +333,62 @@ static void pn_bench_row_ratio(struct kunit *test)
 	KUNIT_ASSERT_NOT_NULL(test, buf);
 	seq_buf_init(&run->out, buf, 512);
 	/* 3000 ops in 1 s against 1000 ops in 2 s: 6.00 times faster. */
-	pn_bench_row(run, "mine", 3000, NSEC_PER_SEC, "theirs", 1000, 2 * NSEC_PER_SEC);
+	pn_bench_row(run, "mine", 3000, &(struct pn_span){ .ns = NSEC_PER_SEC },
+		     "theirs", 1000, &(struct pn_span){ .ns = 2 * NSEC_PER_SEC });
 	KUNIT_EXPECT_NOT_NULL(test, strstr(buf, " 3000 "));
 	KUNIT_EXPECT_NOT_NULL(test, strstr(buf, " 500 "));
 	KUNIT_EXPECT_NOT_NULL(test, strstr(buf, "6.00\n"));
+	/* No windows, no window line. */
+	KUNIT_EXPECT_NULL(test, strstr(buf, "# window"));
+}
+
+/*
+ * Phases timed into one span add up, in time and in one cost-model
+ * window; another span gets another window; a phase without
+ * pn_span_next() goes into none.  The row names both windows.
+ */
+static void pn_harness_spans(struct kunit *test)
+{
+	struct pn_run *run = pn_test_run(test);
+	struct pn_span s = {}, t = {};
+	struct pn_harness_arg *a;
+	char *buf = kunit_kzalloc(test, 512, GFP_KERNEL), want[96];
+	u64 first;
+	int i;
+
+	KUNIT_ASSERT_NOT_NULL(test, buf);
+	seq_buf_init(&run->out, buf, 512);
+	for (i = 0; i < 3; i++) {
+		a = kunit_kzalloc(test, sizeof(*a), GFP_KERNEL);
+		KUNIT_ASSERT_NOT_NULL(test, a);
+		a->nr = 1;
+		if (i < 2)
+			pn_span_next(run, i ? &t : &s);
+		KUNIT_ASSERT_EQ(test, pn_run_threads(run, 1, PN_PIN_NONE,
+						     PN_HARNESS_MAX_MS,
+						     pn_harness_worker, a), 0);
+		KUNIT_EXPECT_NULL(test, run->span);
+		if (!i)
+			first = run->phase_ns;
+	}
+	KUNIT_EXPECT_EQ(test, s.ns, first);
+	KUNIT_EXPECT_GT(test, t.ns, 0ULL);
+	KUNIT_EXPECT_NE(test, s.win, 0U);
+	KUNIT_EXPECT_NE(test, t.win, 0U);
+	KUNIT_EXPECT_NE(test, s.win, t.win);
+	/* A second phase into s: the same window, the times summed. */
+	a = kunit_kzalloc(test, sizeof(*a), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, a);
+	a->nr = 1;
+	i = s.win;
+	pn_span_next(run, &s);
+	KUNIT_ASSERT_EQ(test, pn_run_threads(run, 1, PN_PIN_NONE, PN_HARNESS_MAX_MS,
+					     pn_harness_worker, a), 0);
+	KUNIT_EXPECT_EQ(test, s.win, (u32)i);
+	KUNIT_EXPECT_EQ(test, s.ns, first + run->phase_ns);
+	pn_bench_row(run, "mine", 10, &s, "theirs", 20, &t);
+	snprintf(want, sizeof(want), "# window %u ops 10 window %u ops 20\n", s.win, t.win);
+	KUNIT_EXPECT_NOT_NULL(test, strstr(buf, want));
 }
 
 struct kt_parse_case {
@@ -397,6 +449,7 @@ static struct kunit_case pn_control_cases[] = {
 	KUNIT_CASE(pn_harness_abort_stops_phase),
 	KUNIT_CASE(pn_pick_cpu_even_only_even),
 	KUNIT_CASE(pn_bench_row_ratio),
+	KUNIT_CASE(pn_harness_spans),
 	{}
 };
 

@@ -2,23 +2,39 @@
 # SPDX-License-Identifier: GPL-2.0
 """One screen: each component's key ratio next to its target.
 
-Usage: headline.py LABEL=LOG [LABEL=LOG ...]
+Usage: headline.py LABEL=LOG[,COST] [LABEL=LOG[,COST] ...]
 Each LOG is a VM console log holding the bench tables (=== PN-BENCH-BEGIN
 ... === PN-BENCH-END) of one run; LABEL names its machine shape (e.g.
 4of4, 4of64).  Every ratio is ours / the kernel's (or / the floor),
 measured in the same VM run; under an emulator only ratios mean anything,
 and none of this is a test (a bench passes when it ran).
+
+COST is the cost plugin's output for that boot (scripts/cost/pn_cost.c,
+vm.sh --cost).  Then a second table judges the same rows in modeled
+cycles (scripts/cost.py's pricing): a row whose two sides were marked
+("# window W ops N window W ops N" before it) compares cycles per op,
+summed over every vCPU in the window.  A row without windows (the user
+threads' mmcid row) and the byte rows read as in the first table.
 """
+import os
 import re
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cost  # noqa: E402  (scripts/cost.py: the plugin's lines, the prices)
+
+WIN = re.compile(r'^# window (\d+) ops (\d+) window (\d+) ops (\d+)$')
 
 ROW = re.compile(r'^(?P<name>\S.*?)\s+(?P<ops>\d+)\s\s(?P<base>\S.*?)\s+'
                  r'(?P<bops>\d+)\s+(?P<ratio>\d+\.\d\d)$')
 
 
-def parse(path):
-    """Return (rows, comments) of every bench table in the log."""
-    rows, comments, inside = {}, [], False
+def parse(path, costs=None, lat=None):
+    """Return (rows, comments) of every bench table in the log.  With
+    the plugin's counts (costs, lat), a row is priced in modeled cycles:
+    its ops become cycles per op inverted (ops per cycle, x 1e9), so the
+    ratios below read the same way in both units."""
+    rows, comments, inside, win = {}, [], False, None
     with open(path, errors='replace') as f:
         for line in f:
             line = line.rstrip('\n')
@@ -32,13 +48,39 @@ def parse(path):
                 continue
             if line.startswith('#'):
                 comments.append(line)
+                w = WIN.match(line)
+                win = tuple(int(x) for x in w.groups()) if w else None
                 continue
             m = ROW.match(line)
-            if m:
+            if m and costs is None:
                 key = (m['name'], m['base'])
                 rows.setdefault(key, (int(m['ops']), int(m['bops']),
                                       float(m['ratio'])))
+            elif m:
+                key = (m['name'], m['base'])
+                priced = price(win, costs, lat)
+                if key in rows:
+                    pass
+                elif priced:
+                    a, b = priced
+                    rows[key] = (1e9 / a, 1e9 / b, b / a)
+                elif win:
+                    rows[key] = None    # marked, not counted: no value
+            win = None
     return rows, comments
+
+
+def price(win, costs, lat):
+    """(ours, base) modeled cycles per op of a row's two windows."""
+    if not win:
+        return None
+    out = []
+    for wid, ops in ((win[0], win[1]), (win[2], win[3])):
+        c = costs.get(wid, {}).get('all')
+        if c is None or ops <= 0:
+            return None
+        out.append(cost.cycles(c, lat) / ops)
+    return out if out[0] > 0 and out[1] > 0 else None
 
 
 def row_ratio(name, base):
@@ -110,16 +152,32 @@ METRICS = [
 
 
 def main(argv):
-    runs = []
+    runs, priced = [], []
+    lat = cost.read_lat(cost.DEFAULT_LAT)
     for arg in argv:
-        label, _, path = arg.partition('=')
+        label, _, paths = arg.partition('=')
+        path, _, costpath = paths.partition(',')
         try:
             runs.append((label, parse(path)))
+            if costpath:
+                rows, comments = parse(path, cost.costs_of_plugin(costpath), lat)
+                # the rows without windows read as in the first table
+                for k, v in runs[-1][1][0].items():
+                    rows.setdefault(k, v)
+                priced.append((label, (rows, comments)))
         except OSError as e:
             print(f'headline: {path}: {e}', file=sys.stderr)
             runs.append((label, ({}, [])))
-    head = f"{'key ratio (ours / kernel, same VM run)':56}" + \
-        ''.join(f'{label:>8}' for label, _ in runs) + '  target'
+    table(runs, 'key ratio (ours / kernel, same VM run)')
+    if priced:
+        print()
+        table(priced, 'the same in modeled cycles (per op, all vCPUs)')
+    notes(argv)
+    return 0
+
+
+def table(runs, heading):
+    head = f"{heading:56}" + ''.join(f'{label:>8}' for label, _ in runs) + '  target'
     print(head)
     for title, op, target, get, *judged in METRICS:
         cells, verdict = '', []
@@ -140,18 +198,23 @@ def main(argv):
             'missed' if verdict and not any(verdict) else \
             'partly' if verdict else 'n/a'
         print(f'{title:56}{cells}  {op} {target:<5g} {tag}')
+
+
+def notes(argv):
     print('* kthreads have no mm_cid in 6.12: the control-plane bench indexes by')
     print('  the CPU number through a test-only out-of-line path (no target; the')
     print('  real cid row, from selftests/mmcid_bench.c, is the one users take).')
     print('(x.xx): not judged there (the footprint targets are about 64 possible).')
     instruments = sorted({instrument(path) for path in
-                          (a.partition('=')[2] for a in argv)})
+                          (a.partition('=')[2].partition(',')[0] for a in argv)})
     print('instrument: ' + '; '.join(instruments))
     if any('icount' in i for i in instruments):
         print('(-icount: a ratio of path lengths; atomics, locks and cache misses')
         print(' cost one instruction each there)')
+    if any(',' in a for a in argv):
+        print('(modeled cycles: scripts/cost/pn_cost.c counts, priced by')
+        print(' scripts/cost/sapphire-rapids.lat; Documentation/cost_model.rst)')
     print('(a benchmark, not a test: ratios, not timed asserts)')
-    return 0
 
 
 def instrument(path):

@@ -398,6 +398,27 @@ done >"$work/rssvars.out"
 tap $? "make rss refuses RSS_COST=2, RSS_AGAIN=yes and RSS_SEEDS 0 or x before it builds anything" \
 	"$(cat "$work/rssvars.out")"
 
+# headline.py in modeled cycles: a row's two windows priced per op; a
+# row whose window the plugin did not count reads "-", not its -icount
+# ratio.
+cat >"$work/hl.log" <<'EOF'
+=== PN-BENCH-BEGIN
+# window 3 ops 1000 window 4 ops 2000
+tree_precise_sum                        1000  percpu_counter_sum                     2000   0.50
+# window 1 ops 100 window 2 ops 100
+add_local (flat)                               500  percpu_counter_add (own)                         500   1.00
+=== PN-BENCH-END
+EOF
+printf '%s\n' "# pn_cost vcpus=1" "pn-cost 3 all 100000 100000 0 0 0 0 0 0 0" \
+	"pn-cost 4 all 100000 100000 0 0 0 0 0 0 100" "pn-cost 1 all 1000 1000 0 0 0 0 0 0 0" >"$work/hl.cost"
+out=$(python3 "$REPO/scripts/headline.py" 4of4="$work/hl.log,$work/hl.cost" 2>&1)
+cyc=$(echo "$out" | sed -n '/^the same in modeled cycles/,$p')
+echo "$out" | grep -q '^tree precise sum / percpu_counter_sum  *0\.50  >= 0\.8   missed$' &&
+	echo "$out" | grep -q '^lazy add, upgraded (flat) / percpu_counter_add  *1\.00  >= 1     met$' &&
+	echo "$cyc" | grep -q '^tree precise sum / percpu_counter_sum  *0\.51  >= 0\.8   missed$' &&
+	echo "$cyc" | grep -q '^lazy add, upgraded (flat) / percpu_counter_add  *-  >= 1     n/a$'
+tap $? "headline.py prices a bench row's two windows in modeled cycles (100 against 50.85 a op: 0.51), and a row with an uncounted window reads -" "$out"
+
 # ---- the committed raw data of the published make rss runs ----
 # Each Documentation/data/rss-*/ renders its table.md again, and every
 # table row the documents quote from it is in it, digit for digit.

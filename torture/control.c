@@ -514,6 +514,24 @@ static int pn_worker_main(void *data)
 	return ret;
 }
 
+/*
+ * The cost model's window marker (scripts/cost/pn_cost.c): a NOP that
+ * QEMU's plugin recognises, RAX = (window << 1) | end.  Window ids are
+ * unique in a boot.  Elsewhere than x86-64 nothing is marked.
+ */
+static atomic_t pn_win_seq = ATOMIC_INIT(0);
+
+static void pn_span_mark(struct pn_span *s, bool end)
+{
+	if (!s)
+		return;
+	if (!s->win)
+		s->win = atomic_inc_return(&pn_win_seq);
+#ifdef CONFIG_X86_64
+	asm volatile("nopl 0x4b4d4e50(%%rax)" : : "a" (((u64)s->win << 1) | end) : "memory");
+#endif
+}
+
 /**
  * pn_run_threads() - run a phase of @nr workers for @duration_ms
  * @run: the run
@@ -528,7 +546,8 @@ static int pn_worker_main(void *data)
  * All workers are created first, and released together once every one of
  * them is running, so that measured phases start at the same moment;
  * run->phase_ns holds the wall time between release and the stop signal
- * (or the last return).
+ * (or the last return).  If pn_span_next() named a span, that time is
+ * added to it and the phase is marked as its window for the cost model.
  *
  * Context: Process context, may sleep.
  * Return: 0, -EINTR if the run was aborted, -ENOMEM, or the first
@@ -578,12 +597,16 @@ int pn_run_threads(struct pn_run *run, unsigned int nr, enum pn_pin pin,
 	 * ever ran (and kthread_stop() would report -EINTR for it).
 	 */
 	wait_event(run->wq, pn_aborted(run) || atomic_read(&ready) == started);
+	pn_span_mark(run->span, false);
 	t0 = ktime_get_ns();
 	WRITE_ONCE(run->go, true);
 	timeout = duration_ms ? msecs_to_jiffies(duration_ms) : MAX_SCHEDULE_TIMEOUT;
 	wait_event_timeout(run->wq, pn_aborted(run) ||
 			   atomic_read(&done) == started, timeout);
 	run->phase_ns = ktime_get_ns() - t0;
+	pn_span_mark(run->span, true);
+	if (run->span)
+		run->span->ns += run->phase_ns;
 
 stop:
 	WRITE_ONCE(run->stop, true);
@@ -594,6 +617,7 @@ stop:
 			ret = r;
 	}
 	kfree(w);
+	run->span = NULL;
 	if (!ret && pn_aborted(run))
 		ret = -EINTR;
 	return ret;
@@ -617,21 +641,28 @@ static u64 pn_rate(u64 ops, u64 ns)
  * @run: the run
  * @name: what was measured
  * @ops: operations done
- * @ns: in this many nanoseconds (wall time)
+ * @s: in this time
  * @base_name: the kernel facility it is compared with
  * @base_ops: operations the baseline did
- * @base_ns: in this many nanoseconds
+ * @base: in this time
  *
  * The ratio is (ops/ns) / (base_ops/base_ns): above 1.00 means faster than
- * the kernel.  Under an emulator only the ratio is meaningful.
+ * the kernel.  Under an emulator only the ratio is meaningful.  When both
+ * sides were marked, a line "# window W ops N window W ops N" comes
+ * first: scripts/bench_cost.py prices the row from the plugin's counts.
  *
  * Context: Process context.
  */
-void pn_bench_row(struct pn_run *run, const char *name, u64 ops, u64 ns,
-		  const char *base_name, u64 base_ops, u64 base_ns)
+void pn_bench_row(struct pn_run *run, const char *name, u64 ops,
+		  const struct pn_span *s, const char *base_name, u64 base_ops,
+		  const struct pn_span *bs)
 {
-	u64 rate = pn_rate(ops, ns), base = pn_rate(base_ops, base_ns);
+	u64 rate = pn_rate(ops, s->ns), base = pn_rate(base_ops, bs->ns);
 	u64 ratio100 = base ? div64_u64(rate * 100 + base / 2, base) : 0;
+
+	if (s->win && bs->win)
+		pn_printf(run, "# window %u ops %llu window %u ops %llu\n",
+			  s->win, ops, bs->win, base_ops);
 
 	pn_printf(run, "%-30s %14llu  %-28s %14llu %6llu.%02llu\n", name, rate,
 		  base_name, base, ratio100 / 100, ratio100 % 100);

@@ -287,13 +287,14 @@ static int pn_tree_bench_worker(struct pn_run *run, unsigned int idx, void *arg)
 
 static int pn_tree_bench_phase(struct pn_run *run, struct pn_tree_bench *b,
 			       enum pn_tree_bench_op op, unsigned int ms,
-			       u64 *ops, u64 *ns)
+			       u64 *ops, struct pn_span *s)
 {
 	unsigned int i;
 	int ret;
 
 	b->op = op;
 	memset(b->ops, 0, run->p.threads * sizeof(*b->ops));
+	pn_span_next(run, s);
 	ret = pn_run_threads(run, run->p.threads, run->p.pin, ms,
 			     pn_tree_bench_worker, b);
 	if (ret == -EINTR && !pn_aborted(run)) {
@@ -304,12 +305,13 @@ static int pn_tree_bench_phase(struct pn_run *run, struct pn_tree_bench *b,
 		 */
 		pn_printf(run, "# phase %d: a worker never started, retried\n", op);
 		memset(b->ops, 0, run->p.threads * sizeof(*b->ops));
+		*s = (struct pn_span){};	/* a window of its own */
+		pn_span_next(run, s);
 		ret = pn_run_threads(run, run->p.threads, run->p.pin, ms,
 				     pn_tree_bench_worker, b);
 	}
 	if (ret)
 		pn_printf(run, "# phase %d: ret=%d\n", op, ret);
-	*ns = run->phase_ns;
 	*ops = 0;
 	for (i = 0; i < run->p.threads; i++)
 		*ops += b->ops[i];
@@ -362,7 +364,8 @@ static int pn_tree_bench(struct pn_run *run)
 		{ PN_TB_TREE_APPROX, PN_TB_PC_SUM, "tree_approx_sum", "percpu_counter_sum" },
 		{ PN_TB_TREE_PRECISE, PN_TB_PC_SUM, "tree_precise_sum", "percpu_counter_sum" },
 	};
-	u64 ops[PN_TB_NR], ns[PN_TB_NR];
+	struct pn_span sp[PN_TB_NR] = {};
+	u64 ops[PN_TB_NR];
 	bool done[PN_TB_NR] = {};
 	struct pn_ctree_item *items;
 	struct pn_tree_bench *b;
@@ -396,13 +399,13 @@ static int pn_tree_bench(struct pn_run *run)
 			if (done[ops2[k]])
 				continue;
 			ret = pn_tree_bench_phase(run, b, ops2[k], ms,
-						  &ops[ops2[k]], &ns[ops2[k]]);
+						  &ops[ops2[k]], &sp[ops2[k]]);
 			done[ops2[k]] = true;
 		}
 		if (!ret)
 			pn_bench_row(run, rows[i].name, ops[rows[i].ours],
-				     ns[rows[i].ours], rows[i].base_name,
-				     ops[rows[i].base], ns[rows[i].base]);
+				     &sp[rows[i].ours], rows[i].base_name,
+				     ops[rows[i].base], &sp[rows[i].base]);
 	}
 	if (!ret) {
 		pn_tree_bench_shape(run, "this VM", num_possible_cpus(), batch,

@@ -481,10 +481,10 @@ static int lazy_bench_worker(struct pn_run *run, unsigned int idx, void *arg)
 	return 0;
 }
 
-/* One phase: returns operations done; adds the phase's wall time to *ns. */
+/* One phase: returns operations done; adds the phase's time to *s. */
 static u64 lazy_bench_phase(struct pn_run *run, struct lazy_bench *b,
 			    enum lazy_bench_op op, unsigned int threads,
-			    u64 *ns, int *ret)
+			    struct pn_span *s, int *ret)
 {
 	unsigned int i;
 	u64 total = 0;
@@ -493,12 +493,12 @@ static u64 lazy_bench_phase(struct pn_run *run, struct lazy_bench *b,
 		return 0;
 	b->op = op;
 	memset(b->ops, 0, threads * sizeof(*b->ops));
+	pn_span_next(run, s);
 	*ret = pn_run_threads(run, threads, run->p.pin,
 			      max(run->p.duration_ms / LB_SLICES, 10U),
 			      lazy_bench_worker, b);
 	if (!*ret)
 		*ret = atomic_read(&b->err);
-	*ns += run->phase_ns;
 	for (i = 0; i < threads; i++)
 		total += b->ops[i];
 	if (op == LB_ADD_REMOTE)
@@ -511,17 +511,17 @@ static void lazy_bench_pair(struct pn_run *run, struct lazy_bench *b,
 			    enum lazy_bench_op op, const char *base_name,
 			    enum lazy_bench_op base_op, int *ret)
 {
-	u64 ops = 0, ns = 0, base_ops = 0, base_ns = 0;
+	struct pn_span s = {}, bs = {};
+	u64 ops = 0, base_ops = 0;
 	unsigned int i;
 
 	/* Alternate the two, so that a slow spell of the host hits both. */
 	for (i = 0; i < LB_SLICES; i++) {
-		ops += lazy_bench_phase(run, b, op, threads, &ns, ret);
-		base_ops += lazy_bench_phase(run, b, base_op, threads,
-					     &base_ns, ret);
+		ops += lazy_bench_phase(run, b, op, threads, &s, ret);
+		base_ops += lazy_bench_phase(run, b, base_op, threads, &bs, ret);
 	}
 	if (!*ret)
-		pn_bench_row(run, name, ops, ns, base_name, base_ops, base_ns);
+		pn_bench_row(run, name, ops, &s, base_name, base_ops, &bs);
 }
 
 static int lazy_bench(struct pn_run *run)

@@ -706,16 +706,16 @@ static int pn_mmcid_bench_worker(struct pn_run *run, unsigned int idx,
 }
 
 static int pn_mmcid_phase(struct pn_run *run, struct pn_mmcid_arg *a,
-			  enum pn_mmcid_mode mode, u64 *ops, u64 *ns)
+			  enum pn_mmcid_mode mode, u64 *ops, struct pn_span *s)
 {
 	unsigned int i;
 	int ret;
 
 	a->mode = mode;
 	memset(a->counts, 0, run->p.threads * sizeof(*a->counts));
+	pn_span_next(run, s);
 	ret = pn_run_threads(run, run->p.threads, run->p.pin,
 			     run->p.duration_ms, pn_mmcid_bench_worker, a);
-	*ns = run->phase_ns;
 	for (*ops = 0, i = 0; i < run->p.threads; i++)
 		*ops += a->counts[i];
 	return ret;
@@ -839,7 +839,8 @@ static int pn_mmcid_bench(struct pn_run *run)
 {
 	struct pn_mmcid_arg a = {};
 	struct percpu_counter pctr;
-	u64 lops, lns, rops, rns, pops, pns, cops, cns;
+	struct pn_span ls = {}, rs = {}, ps = {}, cs = {};
+	u64 lops, rops, pops, cops;
 	bool owned, pctr_ok = false;
 	int ret = -ENOMEM;
 
@@ -863,21 +864,21 @@ static int pn_mmcid_bench(struct pn_run *run)
 		goto free;
 	}
 
-	ret = pn_mmcid_phase(run, &a, PN_MC_LOCAL, &lops, &lns);
+	ret = pn_mmcid_phase(run, &a, PN_MC_LOCAL, &lops, &ls);
 	if (!ret)
-		ret = pn_mmcid_phase(run, &a, PN_MC_PCPU, &pops, &pns);
+		ret = pn_mmcid_phase(run, &a, PN_MC_PCPU, &pops, &ps);
 	if (!ret)
-		ret = pn_mmcid_phase(run, &a, PN_MC_PCTR, &cops, &cns);
+		ret = pn_mmcid_phase(run, &a, PN_MC_PCTR, &cops, &cs);
 	if (!ret)
-		ret = pn_mmcid_phase(run, &a, PN_MC_REMOTE, &rops, &rns);
+		ret = pn_mmcid_phase(run, &a, PN_MC_REMOTE, &rops, &rs);
 	if (ret)
 		goto free;
-	pn_bench_row(run, "mmcid_counter_add (cid slot)", lops, lns,
-		     "this_cpu_add", pops, pns);
-	pn_bench_row(run, "mmcid_counter_add (cid slot)", lops, lns,
-		     "percpu_counter_add", cops, cns);
-	pn_bench_row(run, "mmcid_counter_add (remote)", rops, rns,
-		     "percpu_counter_add", cops, cns);
+	pn_bench_row(run, "mmcid_counter_add (cid slot)", lops, &ls,
+		     "this_cpu_add", pops, &ps);
+	pn_bench_row(run, "mmcid_counter_add (cid slot)", lops, &ls,
+		     "percpu_counter_add", cops, &cs);
+	pn_bench_row(run, "mmcid_counter_add (remote)", rops, &rs,
+		     "percpu_counter_add", cops, &cs);
 	pn_printf(run,
 		  "# cid slot = CPU number from kthreads (same fast path as a user thread's mm_cid); remote = kthread, atomic add to the remote slot\n");
 	if (mmcid_counter_sum(a.ctr) != lops + rops)

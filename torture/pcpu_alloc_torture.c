@@ -482,16 +482,17 @@ static int pn_bench_worker(struct pn_run *run, unsigned int idx, void *arg)
 
 static int pn_bench_phase(struct pn_run *run, struct pn_bench *b,
 			  enum pn_bench_kind kind, unsigned int threads,
-			  u64 *ops, u64 *ns)
+			  u64 *ops, struct pn_span *s)
 {
 	unsigned int i;
 	int ret;
 
 	b->kind = kind;
 	memset(b->ops, 0, sizeof(*b->ops) * run->p.threads);
+	*s = (struct pn_span){};
+	pn_span_next(run, s);
 	ret = pn_run_threads(run, threads, run->p.pin, run->p.duration_ms,
 			     pn_bench_worker, b);
-	*ns = run->phase_ns;
 	*ops = 0;
 	for (i = 0; i < threads; i++)
 		*ops += b->ops[i];
@@ -587,8 +588,8 @@ static int pn_bench_floor_objs(struct pn_bench *b, unsigned int threads)
 static int pn_alloc_bench(struct pn_run *run)
 {
 	unsigned int threads = run->p.threads, i;
-	u64 k1, k1ns, kn, knns, o1, o1ns, on, onns, o1s, o1sns;
-	u64 f1, f1ns, fn, fnns;
+	struct pn_span k1s, kns, o1t, ont, o1st, f1s, fns;
+	u64 k1, kn, o1, on, o1s, f1, fn;
 	struct pn_bench *b;
 	char name[48];
 	int ret = -ENOMEM;
@@ -618,57 +619,57 @@ static int pn_alloc_bench(struct pn_run *run)
 		  "# size=%zu batch=%u (batch allocations, then batch frees; one op = alloc + free)\n",
 		  b->size, b->batch);
 
-	ret = pn_bench_phase(run, b, PN_B_SIZED, 1, &o1, &o1ns);
+	ret = pn_bench_phase(run, b, PN_B_SIZED, 1, &o1, &o1t);
 	if (!ret)
-		ret = pn_bench_phase(run, b, PN_B_KERNEL, 1, &k1, &k1ns);
+		ret = pn_bench_phase(run, b, PN_B_KERNEL, 1, &k1, &k1s);
 	if (ret)
 		goto out;
-	pn_bench_row(run, "pn_alloc_percpu 1 thread", o1, o1ns,
-		     "__alloc_percpu 1 thread", k1, k1ns);
+	pn_bench_row(run, "pn_alloc_percpu 1 thread", o1, &o1t,
+		     "__alloc_percpu 1 thread", k1, &k1s);
 	o1s = o1;
-	o1sns = o1ns;
+	o1st = o1t;
 
-	ret = pn_bench_phase(run, b, PN_B_SIZED, threads, &on, &onns);
+	ret = pn_bench_phase(run, b, PN_B_SIZED, threads, &on, &ont);
 	if (!ret)
-		ret = pn_bench_phase(run, b, PN_B_KERNEL, threads, &kn, &knns);
+		ret = pn_bench_phase(run, b, PN_B_KERNEL, threads, &kn, &kns);
 	if (ret)
 		goto out;
 	snprintf(name, sizeof(name), "pn_alloc_percpu %u threads", threads);
-	pn_bench_row(run, name, on, onns, "__alloc_percpu same threads", kn, knns);
-	pn_bench_scaling(run, "pn_alloc_percpu", o1, o1ns, on, onns, threads);
-	pn_bench_scaling(run, "__alloc_percpu", k1, k1ns, kn, knns, threads);
+	pn_bench_row(run, name, on, &ont, "__alloc_percpu same threads", kn, &kns);
+	pn_bench_scaling(run, "pn_alloc_percpu", o1, o1t.ns, on, ont.ns, threads);
+	pn_bench_scaling(run, "__alloc_percpu", k1, k1s.ns, kn, kns.ns, threads);
 
 	/* The floor: the zeroing the sized contract needs, nothing else. */
 	ret = pn_bench_floor_objs(b, threads);
 	if (!ret)
-		ret = pn_bench_phase(run, b, PN_B_FLOOR, 1, &f1, &f1ns);
+		ret = pn_bench_phase(run, b, PN_B_FLOOR, 1, &f1, &f1s);
 	if (!ret)
-		ret = pn_bench_phase(run, b, PN_B_FLOOR, threads, &fn, &fnns);
+		ret = pn_bench_phase(run, b, PN_B_FLOOR, threads, &fn, &fns);
 	if (ret)
 		goto out;
 	pn_printf(run,
 		  "# floor: zeroing %zu bytes on each of %u possible CPUs per op; ratio = allocator / floor (1.00: only the zeroing)\n",
 		  b->size, num_possible_cpus());
-	pn_bench_row(run, "pn_alloc_percpu 1 thread", o1s, o1sns,
-		     "zeroing floor 1 thread", f1, f1ns);
-	pn_bench_row(run, "__alloc_percpu 1 thread", k1, k1ns,
-		     "zeroing floor 1 thread", f1, f1ns);
+	pn_bench_row(run, "pn_alloc_percpu 1 thread", o1s, &o1st,
+		     "zeroing floor 1 thread", f1, &f1s);
+	pn_bench_row(run, "__alloc_percpu 1 thread", k1, &k1s,
+		     "zeroing floor 1 thread", f1, &f1s);
 	snprintf(name, sizeof(name), "pn_alloc_percpu %u threads", threads);
-	pn_bench_row(run, name, on, onns, "zeroing floor same threads", fn, fnns);
+	pn_bench_row(run, name, on, &ont, "zeroing floor same threads", fn, &fns);
 	snprintf(name, sizeof(name), "__alloc_percpu %u threads", threads);
-	pn_bench_row(run, name, kn, knns, "zeroing floor same threads", fn, fnns);
+	pn_bench_row(run, name, kn, &kns, "zeroing floor same threads", fn, &fns);
 
-	ret = pn_bench_phase(run, b, PN_B_CACHE, 1, &o1, &o1ns);
+	ret = pn_bench_phase(run, b, PN_B_CACHE, 1, &o1, &o1t);
 	if (ret)
 		goto out;
-	pn_bench_row(run, "ctor cache 1 thread", o1, o1ns,
-		     "__alloc_percpu 1 thread", k1, k1ns);
-	ret = pn_bench_phase(run, b, PN_B_CACHE, threads, &on, &onns);
+	pn_bench_row(run, "ctor cache 1 thread", o1, &o1t,
+		     "__alloc_percpu 1 thread", k1, &k1s);
+	ret = pn_bench_phase(run, b, PN_B_CACHE, threads, &on, &ont);
 	if (ret)
 		goto out;
 	snprintf(name, sizeof(name), "ctor cache %u threads", threads);
-	pn_bench_row(run, name, on, onns, "__alloc_percpu same threads", kn, knns);
-	pn_bench_scaling(run, "ctor cache", o1, o1ns, on, onns, threads);
+	pn_bench_row(run, name, on, &ont, "__alloc_percpu same threads", kn, &kns);
+	pn_bench_scaling(run, "ctor cache", o1, o1t.ns, on, ont.ns, threads);
 
 	pn_bench_memory(run, b->size, run->p.objects ? : 1000);
 out:

@@ -82,7 +82,8 @@ static int pn_percpu_bench(struct pn_run *run)
 {
 	struct pn_percpu_arg a = {};
 	atomic_long_t shared = ATOMIC_LONG_INIT(0);
-	u64 ops, ns, base_ops, base_ns;
+	struct pn_span s = {}, bs = {};
+	u64 ops, base_ops;
 	int ret = -ENOMEM;
 
 	a.counts = kcalloc(run->p.threads, sizeof(*a.counts), GFP_KERNEL);
@@ -90,19 +91,19 @@ static int pn_percpu_bench(struct pn_run *run)
 	if (!a.counts || !a.ctr)
 		goto out;
 
+	pn_span_next(run, &s);
 	ops = pn_percpu_phase(run, &a, &ret);
-	ns = run->phase_ns;
 	if (ret)
 		goto out;
 	free_percpu(a.ctr);
 	a.ctr = NULL;
 	a.shared = &shared;
+	pn_span_next(run, &bs);
 	base_ops = pn_percpu_phase(run, &a, &ret);
-	base_ns = run->phase_ns;
 	if (ret)
 		goto out;
-	pn_bench_row(run, "this_cpu_inc", ops, ns,
-		     "atomic_long_inc (shared)", base_ops, base_ns);
+	pn_bench_row(run, "this_cpu_inc", ops, &s,
+		     "atomic_long_inc (shared)", base_ops, &bs);
 out:
 	free_percpu(a.ctr);
 	kfree(a.counts);

@@ -62,6 +62,17 @@ struct pn_params {
 enum pn_mode { PN_STRESS, PN_BENCH };
 
 /**
+ * struct pn_span - the measured time of one side of a bench row
+ * @ns: wall time of its phases, summed (guest instructions under -icount)
+ * @win: the cost model's window its phases were marked with, 0 until the
+ *	 first one (scripts/cost/pn_cost.c prices what ran in it)
+ */
+struct pn_span {
+	u64 ns;
+	u32 win;
+};
+
+/**
  * struct pn_run - one stress or bench run in progress
  * @p: the parameters it was started with (defaults filled in)
  * @mode: stress or bench
@@ -76,6 +87,8 @@ enum pn_mode { PN_STRESS, PN_BENCH };
  * @go: set by pn_run_threads() once every worker exists; workers spin
  *	until then so that all of them start measuring together
  * @phase_ns: wall time between go and stop of the last pn_run_threads()
+ * @span: where the next pn_run_threads() adds its phase's time, or NULL;
+ *	  set by pn_span_next(), cleared by pn_run_threads()
  * @mm: the mm of the task that wrote the control line (a reference taken
  *	with get_task_mm(), dropped when the run ends), or NULL; tests that
  *	need a user address space (mmcid) use it instead of borrowing one
@@ -91,6 +104,7 @@ struct pn_run {
 	u64 rnd;
 	bool go;
 	u64 phase_ns;
+	struct pn_span *span;
 	struct mm_struct *mm;
 };
 
@@ -167,8 +181,19 @@ int pn_sleep_ms(struct pn_run *run, unsigned int ms);
 unsigned int pn_pick_cpu(struct pn_run *run, enum pn_pin pin, unsigned int idx);
 
 void pn_bench_header(struct pn_run *run);
-void pn_bench_row(struct pn_run *run, const char *name, u64 ops, u64 ns,
-		  const char *base_name, u64 base_ops, u64 base_ns);
+void pn_bench_row(struct pn_run *run, const char *name, u64 ops,
+		  const struct pn_span *s, const char *base_name, u64 base_ops,
+		  const struct pn_span *base);
+
+/**
+ * pn_span_next() - time the next phase into @s
+ * @run: the run
+ * @s: the span; phases timed into one span add up, in time and in window
+ */
+static inline void pn_span_next(struct pn_run *run, struct pn_span *s)
+{
+	run->span = s;
+}
 
 /* A run's fault window over the module's fault sites (internal/core.h). */
 #ifdef CONFIG_FAULT_INJECTION
