@@ -644,7 +644,7 @@ static u64 pn_rate(u64 ops, u64 ns)
  * @s: in this time
  * @base_name: the kernel facility it is compared with
  * @base_ops: operations the baseline did
- * @base: in this time
+ * @bs: in this time
  *
  * The ratio is (ops/ns) / (base_ops/base_ns): above 1.00 means faster than
  * the kernel.  Under an emulator only the ratio is meaningful.  When both

@@ -183,7 +183,7 @@ unsigned int pn_pick_cpu(struct pn_run *run, enum pn_pin pin, unsigned int idx);
 void pn_bench_header(struct pn_run *run);
 void pn_bench_row(struct pn_run *run, const char *name, u64 ops,
 		  const struct pn_span *s, const char *base_name, u64 base_ops,
-		  const struct pn_span *base);
+		  const struct pn_span *bs);
 
 /**
  * pn_span_next() - time the next phase into @s
