@@ -17,6 +17,9 @@
  *	             (xfer = 2 * XFER_ROUNDS), then writes the copy both
  *	             hold (upg = 2 * XFER_ROUNDS).  The spin PAUSEs: under
  *	             QEMU that yields to the next vCPU
+ *	probe_split  two threads on CPUs 0 and 1 call one function
+ *	             SPLIT_CALLS times each, on their own stacks: each
+ *	             vCPU runs its half, and no line moves
  *
  * Each prints "# window ID ops 1" and "rss-bench NAME V ops/s"; the
  * counts are per window.  x86-64 only (the marker and the asm).
@@ -32,10 +35,13 @@
 #define LLC_BYTES	(64 << 20)
 #define XFER_ROUNDS	1000
 #define HIT_BYTES	(4 << 20)
+#define SPLIT_CALLS	200000
 
 /* each on a line of its own; only touched by atomics */
 static long turn __attribute__((aligned(64)));
 static long started __attribute__((aligned(64)));
+static long split_ready __attribute__((aligned(64)));
+static long split_go __attribute__((aligned(64)));
 
 static void result(const char *name, double t0)
 {
@@ -69,6 +75,36 @@ static void *ponger(void *arg)
 		__atomic_store_n(&turn, 2 * i + 2, __ATOMIC_RELEASE);
 	}
 	return arg;
+}
+
+/* Stack work only: one block of code that both CPUs run. */
+__attribute__((noinline)) static long split_f(long x)
+{
+	volatile long a[4];
+
+	a[0] = x;
+	a[1] = x + 1;
+	a[2] = a[0] + a[1];
+	a[3] = a[2] * 3;
+	return a[3];
+}
+
+static long split_run(void)
+{
+	long i, s = 0;
+
+	for (i = 0; i < SPLIT_CALLS; i++)
+		s += split_f(i);
+	return s;
+}
+
+static void *splitter(void *arg)
+{
+	pin(1);
+	__atomic_store_n(&split_ready, 1, __ATOMIC_RELEASE);
+	while (!__atomic_load_n(&split_go, __ATOMIC_ACQUIRE))
+		__builtin_ia32_pause();
+	return (void *)split_run();
 }
 
 int main(void)
@@ -129,6 +165,19 @@ int main(void)
 	}
 	result("probe_xfer", t0);
 	pthread_join(t, NULL);
+
+	if (pthread_create(&t, NULL, splitter, NULL)) {
+		fprintf(stderr, "cost_probe: pthread_create failed\n");
+		return 1;
+	}
+	while (!__atomic_load_n(&split_ready, __ATOMIC_ACQUIRE))
+		__builtin_ia32_pause();
+	t0 = window_begin();
+	__atomic_store_n(&split_go, 1, __ATOMIC_RELEASE);
+	sum += split_run();
+	pthread_join(t, &p);
+	result("probe_split", t0);
+	sum += (unsigned long)p;
 	printf("# cost_probe: sum %lu, counter %ld\n", sum, counter);
 	return 0;
 }

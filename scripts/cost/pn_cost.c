@@ -38,6 +38,9 @@
  *
  *	pn-cost ID VCPU raw insns mem l1 l2 llc xfer upg locked
  *
+ * The running vCPU is found from the guest's GS base at each block:
+ * QEMU 10.0.2 passes the callbacks of a block the index of the vCPU that
+ * translated it (cpu_from_key()).
  * The plugin needs one TCG thread (QEMU's -icount): its caches and
  * directory are not locked.  It refuses to load without -icount's
  * single thread being promised by the icount=on argument.  vCPUs
@@ -114,6 +117,14 @@ static unsigned int l1_kib = 48, l1_ways = 12, l2_kib = 2048, l2_ways = 16;
 static unsigned int llc_kib = 1920, llc_ways = 15;
 static unsigned int nvcpus;
 static struct qemu_plugin_register *rax[MAX_VCPUS];
+static struct qemu_plugin_register *gs_reg, *kgs_reg;
+static GByteArray *regbuf;
+/*
+ * The vCPU that runs, found from its registers at each block (see
+ * vcpu_tb()): cpu_key[i] is vCPU i's per-CPU base, cur the running one.
+ */
+static uint64_t cpu_key[MAX_VCPUS], last_key;
+static unsigned int nkeys, cur;
 static GHashTable *windows;
 static FILE *out;
 
@@ -249,13 +260,13 @@ static bool access_line(unsigned int v, struct vcpu *s, uint64_t line,
 	return missed;
 }
 
-static void vcpu_mem(unsigned int v, qemu_plugin_meminfo_t info,
-		     uint64_t vaddr, void *udata)
+static void mem_access(unsigned int v, qemu_plugin_meminfo_t info,
+		       uint64_t vaddr, uint64_t pc)
 {
 	struct qemu_plugin_hwaddr *hw = qemu_plugin_get_hwaddr(info, vaddr);
 	unsigned int size = 1U << qemu_plugin_mem_size_shift(info);
 	bool store = qemu_plugin_mem_is_store(info), rmw, missed;
-	uint64_t pc = (uintptr_t)udata, pa, line;
+	uint64_t pa, line;
 	struct vcpu *s;
 
 	if (!hw || qemu_plugin_hwaddr_is_io(hw) || v >= MAX_VCPUS)
@@ -281,17 +292,70 @@ static void vcpu_mem(unsigned int v, qemu_plugin_meminfo_t info,
 	}
 }
 
+static void vcpu_mem(unsigned int v, qemu_plugin_meminfo_t info,
+		     uint64_t vaddr, void *udata)
+{
+	mem_access(cur, info, vaddr, (uintptr_t)udata);
+}
+
+static uint64_t read_reg(struct qemu_plugin_register *r)
+{
+	uint64_t val = 0;
+
+	g_byte_array_set_size(regbuf, 0);
+	if (r && qemu_plugin_read_register(r, regbuf) >= 8)
+		memcpy(&val, regbuf->data, 8);	/* little-endian, as the host */
+	return val;
+}
+
+/*
+ * A per-CPU base: a kernel address below the kernel image.  0 (a user
+ * GS), the image (early boot's GS) and user addresses are not.
+ */
+static bool cpu_key_ok(uint64_t key)
+{
+	return key >= 0xff00000000000000ULL && key < 0xffffffff80000000ULL;
+}
+
+/*
+ * Which vCPU runs this block.  QEMU 10.0.2 under -icount passes the
+ * callbacks of a block the index of the vCPU that translated it, for
+ * every vCPU that runs it (a block of shared code reads as one vCPU's).
+ * The guest's GS base is its CPU's per-CPU base: in the kernel GS, in
+ * user mode (and on kernel entry before SWAPGS) KERNEL_GS_BASE.  A new
+ * base is the next vCPU; until the first, the boot CPU runs.
+ */
+static void cpu_from_key(uint64_t gs, uint64_t kgs)
+{
+	uint64_t key = cpu_key_ok(gs) ? gs : kgs;
+	unsigned int i;
+
+	if (key == last_key || !cpu_key_ok(key))
+		return;
+	for (i = 0; i < nkeys && cpu_key[i] != key; i++)
+		;
+	if (i == nkeys) {
+		if (nkeys == nvcpus)
+			return;
+		cpu_key[nkeys++] = key;
+	}
+	cur = i;
+	last_key = key;
+}
+
 static void vcpu_tb(unsigned int v, void *udata)
 {
-	struct vcpu *s = vc(v);
+	struct vcpu *s;
 
+	cpu_from_key(read_reg(gs_reg), read_reg(kgs_reg));
+	s = vc(cur);
 	s->c[C_RAW] += (uintptr_t)udata;
 	s->tbs++;
 }
 
 static void vcpu_locked(unsigned int v, void *udata)
 {
-	vc(v)->c[C_LOCKED]++;
+	vc(cur)->c[C_LOCKED]++;
 }
 
 /*
@@ -302,7 +366,7 @@ static void vcpu_locked(unsigned int v, void *udata)
  */
 static void vcpu_rep(unsigned int v, void *udata)
 {
-	struct vcpu *s = vc(v);
+	struct vcpu *s = vc(cur);
 	uint64_t pc = (uintptr_t)udata;
 
 	if (s->rep_pc == pc && s->tbs == s->rep_tbs + 1)
@@ -323,13 +387,34 @@ static void snapshot(uint64_t *to)
 	}
 }
 
+/*
+ * vCPUs are numbered as the guest numbers its CPUs: by per-CPU base,
+ * which the kernel lays out in CPU order.  vCPUs never seen come last.
+ */
+static unsigned int cpu_rank(unsigned int i)
+{
+	unsigned int j, r = 0;
+
+	for (j = 0; j < nvcpus; j++) {
+		uint64_t a = j < nkeys ? cpu_key[j] : UINT64_MAX;
+		uint64_t b = i < nkeys ? cpu_key[i] : UINT64_MAX;
+
+		if (a < b || (a == b && j < i))
+			r++;
+	}
+	return r;
+}
+
 static void window_print(struct window *w)
 {
 	uint64_t all[C_N] = { 0 };
-	unsigned int i, k;
+	unsigned int i, k, r, by_rank[MAX_VCPUS];
 
-	for (i = 0; i < nvcpus; i++) {
-		fprintf(out, "pn-cost %" PRIu64 " %u", w->id, i);
+	for (i = 0; i < nvcpus; i++)
+		by_rank[cpu_rank(i)] = i;
+	for (r = 0; r < nvcpus; r++) {
+		i = by_rank[r];
+		fprintf(out, "pn-cost %" PRIu64 " %u", w->id, r);
 		for (k = 0; k < C_N; k++) {
 			fprintf(out, " %" PRIu64, w->sum[i * C_N + k]);
 			all[k] += w->sum[i * C_N + k];
@@ -350,7 +435,7 @@ static void vcpu_marker(unsigned int v, void *udata)
 	struct window *w;
 	unsigned int i;
 
-	if (v >= MAX_VCPUS || !rax[v] || qemu_plugin_read_register(rax[v], buf) < 8)
+	if (!rax[0] || qemu_plugin_read_register(rax[0], buf) < 8)
 		return;
 	memcpy(&val, buf->data, 8);	/* x86 is little-endian, as the host */
 	id = val >> 1;
@@ -425,7 +510,7 @@ static void vcpu_tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 	uint8_t b[16];
 	bool rep, locked;
 
-	qemu_plugin_register_vcpu_tb_exec_cb(tb, vcpu_tb, QEMU_PLUGIN_CB_NO_REGS,
+	qemu_plugin_register_vcpu_tb_exec_cb(tb, vcpu_tb, QEMU_PLUGIN_CB_R_REGS,
 					     (void *)(uintptr_t)n);
 	for (i = 0; i < n; i++) {
 		struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
@@ -463,9 +548,15 @@ static void vcpu_init(qemu_plugin_id_t id, unsigned int v)
 
 		if (!strcmp(r->name, "rax"))
 			rax[v] = r->handle;
+		if (!strcmp(r->name, "gs_base"))
+			gs_reg = r->handle;
+		if (!strcmp(r->name, "k_gs_base"))
+			kgs_reg = r->handle;
 	}
 	if (!rax[v])
 		fprintf(stderr, "pn_cost: vCPU %u has no rax: no windows\n", v);
+	if (!gs_reg || !kgs_reg)
+		fprintf(stderr, "pn_cost: no gs_base, k_gs_base: every access is vCPU 0's\n");
 }
 
 static void at_exit(qemu_plugin_id_t id, void *p)
@@ -551,6 +642,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
 	fputc('\n', out);
 	cache_init(&llc, llc_kib * nvcpus, llc_ways);
 	windows = g_hash_table_new(g_int64_hash, g_int64_equal);
+	regbuf = g_byte_array_new();
 	score = qemu_plugin_scoreboard_new(sizeof(struct vcpu));
 	qemu_plugin_register_vcpu_init_cb(id, vcpu_init);
 	qemu_plugin_register_vcpu_tb_trans_cb(id, vcpu_tb_trans);

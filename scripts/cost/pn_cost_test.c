@@ -167,6 +167,9 @@ static int setup(int vcpus, const char *l1a, const char *l2a, const char *llca)
 	}
 	for (v = 0; v < PAGES; v++)
 		pt[v] = v;
+	nkeys = 0;
+	cur = 0;
+	last_key = 0;
 	out_fp_close();
 	info.system.smp_vcpus = vcpus;
 	if (qemu_plugin_install(0, &info, 5, argv))
@@ -184,7 +187,7 @@ static uint64_t cnt(unsigned int v, int k)
 /* One access of 2^shift bytes at guest address @va by instruction @pc. */
 static void acc(unsigned int v, uint64_t va, unsigned int shift, bool store, uint64_t pc)
 {
-	vcpu_mem(v, shift | (store ? STORE : 0), va, (void *)(uintptr_t)pc);
+	mem_access(v, shift | (store ? STORE : 0), va, pc);
 }
 
 #define LINE(n)	((uint64_t)(n) * 64)
@@ -282,6 +285,41 @@ int main(void)
 	check(d && !dirty && cnt(0, C_XFER) == 0 && cnt(0, C_UPG) == 0,
 	      "a new directory chunk is empty: first reads of 64 lines, no transfer",
 	      "chunk %s, xfer %lu", d ? (dirty ? "dirty" : "clean") : "missing", cnt(0, C_XFER));
+
+	/*
+	 * The running vCPU comes from the GS base, not from QEMU's index.
+	 * Per-CPU bases B > A > C seen in that order are vCPUs 0, 1, 2 as
+	 * found, printed by base: A is vCPU 1 of the guest, B 2, C 0.  A user
+	 * GS (0) takes KERNEL_GS_BASE; with neither a per-CPU base (early
+	 * boot's GS is in the kernel image) the vCPU does not change.
+	 * Before, every access of a block of shared code was the vCPU's
+	 * that translated it: two CPUs running one function were one.
+	 */
+	setup(4, "48:12", "2048:16", "1920:15");
+	{
+		const uint64_t A = 0xff1100013a680000ULL, B = 0xff1100013a700000ULL,
+			       C = 0xff1100013a600000ULL;
+		unsigned int got[6];
+
+		cpu_from_key(0xffffffff83000000ULL, 0);	/* early boot */
+		got[0] = cur;
+		cpu_from_key(B, 0);
+		got[1] = cur;
+		cpu_from_key(0, A);			/* user mode on A */
+		got[2] = cur;
+		cpu_from_key(C, 0x7f0000000000ULL);
+		got[3] = cur;
+		cpu_from_key(0, 0);			/* no base: stays C */
+		got[4] = cur;
+		cpu_from_key(B, A);			/* kernel GS wins */
+		got[5] = cur;
+		check(got[0] == 0 && got[1] == 0 && got[2] == 1 && got[3] == 2 &&
+		      got[4] == 2 && got[5] == 0 && nkeys == 3 &&
+		      cpu_rank(0) == 2 && cpu_rank(1) == 1 && cpu_rank(2) == 0 && cpu_rank(3) == 3,
+		      "the running vCPU from the GS base: found in order, numbered by per-CPU base",
+		      "cur %u %u %u %u %u %u, ranks %u %u %u %u", got[0], got[1], got[2], got[3],
+		      got[4], got[5], cpu_rank(0), cpu_rank(1), cpu_rank(2), cpu_rank(3));
+	}
 
 	/*
 	 * Geometry: the largest LLC the arguments allow, 64 MiB a vCPU at 64
