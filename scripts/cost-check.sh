@@ -112,18 +112,19 @@ ok(hit is not None and hit["llc"] <= (4 << 20) // 64 // 20 and hit["l2"] >= (4 <
    "probe_hit: 4 MiB read again misses L2, hits the LLC (under 5 % LLC misses on vCPU 0)",
    "got %r" % ((hit and (hit["l2"], hit["llc"])),))
 # The main thread is pinned to CPU 0, the boot CPU, vCPU 0; the other
-# thread runs on some other vCPU.  Each turn, each side reads the line
-# the other wrote (a transfer) and writes the line both hold (an
-# upgrade).  A spin read of an unchanged line hits L1: on vCPU 0 at
-# most a quarter of the accesses are transfers.  (Which vCPU spins how
-# long depends on QEMU's round robin, so no count of spins is fixed.)
+# thread to CPU 1.  Each turn, each side reads the line the other wrote
+# (a transfer) and writes the line both hold (an upgrade).  A spin read
+# of an unchanged line hits L1: vCPU 0 counts a transfer per turn, no
+# more (the kernel's own work may add a few).  The other vCPUs count the
+# other side's, and what the kernel does there.
 others = None
 if w.get("probe_xfer") and w["probe_xfer"][0] in per:
     pw = per[w["probe_xfer"][0]]
     others = {k: sum(c[k] for cpu, c in pw.items() if cpu not in ("0", "all"))
               for k in ("xfer", "upg")}
-ok(x0 is not None and others is not None and x0["xfer"] >= 1000 and x0["upg"] >= 1000
-   and 4 * x0["xfer"] <= x0["mem"] and others["xfer"] >= 1000 and others["upg"] >= 1000,
+ok(x0 is not None and others is not None and 1000 <= x0["xfer"] <= 1100
+   and 999 <= x0["upg"] <= 1100 and 1000 <= others["xfer"] <= 1500
+   and 999 <= others["upg"] <= 1500,
    "probe_xfer: 1000 turns on one line, a transfer each way, an upgrade each write",
    "vCPU0 %s, the others %s" % (x0 and (x0["xfer"], x0["upg"], x0["mem"]), others))
 # One function on two CPUs: each vCPU counts its own half.  (QEMU 10.0.2
