@@ -98,7 +98,7 @@ static long split_run(void)
 	return s;
 }
 
-static void *splitter(void *arg)
+static void *splitter(void *arg __attribute__((unused)))
 {
 	pin(1);
 	__atomic_store_n(&split_ready, 1, __ATOMIC_RELEASE);
