@@ -322,13 +322,17 @@ static bool cpu_key_ok(uint64_t key)
  * callbacks of a block the index of the vCPU that translated it, for
  * every vCPU that runs it (a block of shared code reads as one vCPU's).
  * The guest's GS base is its CPU's per-CPU base: in the kernel GS, in
- * user mode (and on kernel entry before SWAPGS) KERNEL_GS_BASE.  A new
+ * user mode (and on kernel entry before SWAPGS) KERNEL_GS_BASE, read
+ * here if @kgs is 0 (one register read a block in the kernel).  A new
  * base is the next vCPU; until the first, the boot CPU runs.
  */
 static void cpu_from_key(uint64_t gs, uint64_t kgs)
 {
 	uint64_t key = cpu_key_ok(gs) ? gs : kgs;
 	unsigned int i;
+
+	if (!cpu_key_ok(gs) && !kgs && kgs_reg)
+		key = read_reg(kgs_reg);	/* (read only when needed) */
 
 	if (key == last_key || !cpu_key_ok(key))
 		return;
@@ -347,7 +351,7 @@ static void vcpu_tb(unsigned int v, void *udata)
 {
 	struct vcpu *s;
 
-	cpu_from_key(read_reg(gs_reg), read_reg(kgs_reg));
+	cpu_from_key(read_reg(gs_reg), 0);
 	s = vc(cur);
 	s->c[C_RAW] += (uintptr_t)udata;
 	s->tbs++;
