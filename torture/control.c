@@ -556,12 +556,15 @@ static void pn_span_mark(struct pn_span *s, bool end)
 int pn_run_threads(struct pn_run *run, unsigned int nr, enum pn_pin pin,
 		   unsigned int duration_ms, pn_thread_fn fn, void *arg)
 {
+	struct pn_span *span = run->span;	/* this phase's, on every path */
 	struct pn_worker *w;
 	unsigned int i, started = 0;
 	atomic_t ready = ATOMIC_INIT(0), done = ATOMIC_INIT(0);
 	unsigned long timeout;
 	u64 t0;
 	int ret = 0, r;
+
+	run->span = NULL;
 
 	w = kcalloc(nr, sizeof(*w), GFP_KERNEL);
 	if (!w)
@@ -597,16 +600,16 @@ int pn_run_threads(struct pn_run *run, unsigned int nr, enum pn_pin pin,
 	 * ever ran (and kthread_stop() would report -EINTR for it).
 	 */
 	wait_event(run->wq, pn_aborted(run) || atomic_read(&ready) == started);
-	pn_span_mark(run->span, false);
+	pn_span_mark(span, false);
 	t0 = ktime_get_ns();
 	WRITE_ONCE(run->go, true);
 	timeout = duration_ms ? msecs_to_jiffies(duration_ms) : MAX_SCHEDULE_TIMEOUT;
 	wait_event_timeout(run->wq, pn_aborted(run) ||
 			   atomic_read(&done) == started, timeout);
 	run->phase_ns = ktime_get_ns() - t0;
-	pn_span_mark(run->span, true);
-	if (run->span)
-		run->span->ns += run->phase_ns;
+	pn_span_mark(span, true);
+	if (span)
+		span->ns += run->phase_ns;
 
 stop:
 	WRITE_ONCE(run->stop, true);
@@ -617,7 +620,6 @@ stop:
 			ret = r;
 	}
 	kfree(w);
-	run->span = NULL;
 	if (!ret && pn_aborted(run))
 		ret = -EINTR;
 	return ret;
