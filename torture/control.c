@@ -516,8 +516,10 @@ static int pn_worker_main(void *data)
 
 /*
  * The cost model's window marker (scripts/cost/pn_cost.c): a NOP that
- * QEMU's plugin recognises, RAX = (window << 1) | end.  Window ids are
- * unique in a boot.  Elsewhere than x86-64 nothing is marked.
+ * QEMU's plugin recognises, RAX = (window << 1) | end.  The plugin adds
+ * up windows of one id, so ids start from the load time in
+ * microseconds (pn_control_init()): a reload does not reuse them.
+ * Elsewhere than x86-64 nothing is marked.
  */
 static atomic_t pn_win_seq = ATOMIC_INIT(0);
 
@@ -928,6 +930,7 @@ int pn_control_init(void)
 	pn_wq = alloc_workqueue("pcpu_next", WQ_UNBOUND, 1);
 	if (!pn_wq)
 		return -ENOMEM;
+	atomic_set(&pn_win_seq, (u32)div_u64(ktime_get_ns(), NSEC_PER_USEC) & 0x3fffffff);
 	return 0;
 }
 

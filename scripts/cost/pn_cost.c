@@ -124,7 +124,7 @@ static GByteArray *regbuf;
  * vcpu_tb()): cpu_key[i] is vCPU i's per-CPU base, cur the running one.
  */
 static uint64_t cpu_key[MAX_VCPUS], last_key;
-static unsigned int nkeys, cur;
+static unsigned int nkeys, cur, stray_keys;
 static GHashTable *windows;
 static FILE *out;
 
@@ -339,8 +339,13 @@ static void cpu_from_key(uint64_t gs, uint64_t kgs)
 	for (i = 0; i < nkeys && cpu_key[i] != key; i++)
 		;
 	if (i == nkeys) {
-		if (nkeys == nvcpus)
+		if (nkeys == nvcpus) {
+			/* a vCPU hotplugged later, or a stray GS: not counted apart */
+			if (!stray_keys++)
+				fprintf(stderr, "pn_cost: more per-CPU bases than %u vCPUs: "
+					"charged to the last vCPU\n", nvcpus);
 			return;
+		}
 		cpu_key[nkeys++] = key;
 	}
 	cur = i;

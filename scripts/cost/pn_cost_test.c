@@ -70,9 +70,17 @@ GArray *qemu_plugin_get_registers(void)
 	return NULL;
 }
 
+/* The running vCPU's GS and KERNEL_GS_BASE (handles 1 and 2). */
+static uint64_t fake_gs, fake_kgs;
+
 int qemu_plugin_read_register(struct qemu_plugin_register *r, GByteArray *buf)
 {
-	return -1;
+	uint64_t v = (uintptr_t)r == 1 ? fake_gs : fake_kgs;
+
+	if ((uintptr_t)r != 1 && (uintptr_t)r != 2)
+		return -1;
+	g_byte_array_append(buf, (const guint8 *)&v, 8);
+	return 8;
 }
 
 bool qemu_plugin_bool_parse(const char *name, const char *val, bool *ret)
@@ -170,6 +178,10 @@ static int setup(int vcpus, const char *l1a, const char *l2a, const char *llca)
 	nkeys = 0;
 	cur = 0;
 	last_key = 0;
+	gs_reg = (struct qemu_plugin_register *)1;
+	kgs_reg = (struct qemu_plugin_register *)2;
+	fake_gs = 0;
+	fake_kgs = 0;
 	out_fp_close();
 	info.system.smp_vcpus = vcpus;
 	if (qemu_plugin_install(0, &info, 5, argv))
@@ -320,6 +332,32 @@ int main(void)
 		      "cur %u %u %u %u %u %u, ranks %u %u %u %u", got[0], got[1], got[2], got[3],
 		      got[4], got[5], cpu_rank(0), cpu_rank(1), cpu_rank(2), cpu_rank(3));
 	}
+
+	/*
+	 * The callbacks QEMU makes, all with index 0 (the vCPU that
+	 * translated the blocks): a block in the kernel on B, one in user
+	 * mode on A (GS 0, KERNEL_GS_BASE A) that stores line 20, then B's
+	 * again, which loads it.  Each block and access is its own vCPU's,
+	 * and B's load is a transfer from A.  Before, all were vCPU 0's:
+	 * no transfer, nothing on vCPU 1.
+	 */
+	setup(2, "48:12", "2048:16", "1920:15");
+	fake_gs = 0xff1100013a700000ULL;		/* B */
+	vcpu_tb(0, (void *)5);
+	vcpu_mem(0, 3, LINE(21), (void *)0x10);
+	fake_gs = 0;
+	fake_kgs = 0xff1100013a680000ULL;		/* A, in user mode */
+	vcpu_tb(0, (void *)5);
+	vcpu_mem(0, 3 | STORE, LINE(20), (void *)0x20);
+	fake_gs = 0xff1100013a700000ULL;
+	fake_kgs = 0;
+	vcpu_tb(0, (void *)5);
+	vcpu_mem(0, 3, LINE(20), (void *)0x30);
+	check(cnt(0, C_RAW) == 10 && cnt(1, C_RAW) == 5 && cnt(1, C_MEM) == 1 &&
+	      cnt(0, C_MEM) == 2 && cnt(0, C_XFER) == 1,
+	      "callbacks of one translating vCPU go to the vCPU each GS names: B's load of A's line is a transfer",
+	      "raw %lu/%lu mem %lu/%lu xfer %lu", cnt(0, C_RAW), cnt(1, C_RAW), cnt(0, C_MEM),
+	      cnt(1, C_MEM), cnt(0, C_XFER));
 
 	/*
 	 * Geometry: the largest LLC the arguments allow, 64 MiB a vCPU at 64
