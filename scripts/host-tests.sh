@@ -433,4 +433,15 @@ if [ -d "${arch[0]}" ]; then
 	tap $? "the published make rss tables render again from their committed raw data, and the documents quote them right ($(echo "$out" | tail -n 1))" "$out"
 fi
 
+# The committed make bench-cost runs: each renders its headline.txt
+# again, and benchmarks.rst quotes it right.
+barch=("$REPO"/Documentation/data/bench-*/)
+if [ -d "${barch[0]}" ]; then
+	out=$(python3 "$REPO/scripts/bench-archive-check.py" "$REPO/README" \
+		"$REPO"/Documentation/*.rst "${barch[@]}" 2>&1)
+	r=$?
+	echo "$out" | tail -n 1 | grep -q '^0 quoted lines' && r=1
+	tap $r "the published make bench-cost tables render again from their committed raw data, and the documents quote them right ($(echo "$out" | tail -n 1))" "$out"
+fi
+
 echo "1..$n"
