@@ -189,6 +189,9 @@ void pn_bench_row(struct pn_run *run, const char *name, u64 ops,
  * pn_span_next() - time the next phase into @s
  * @run: the run
  * @s: the span; phases timed into one span add up, in time and in window
+ *
+ * Context: The run's own context, just before pn_run_threads(), which
+ * takes the span whatever it returns.
  */
 static inline void pn_span_next(struct pn_run *run, struct pn_span *s)
 {
