@@ -236,6 +236,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/atomic.h>
+#include <linux/bitops.h>
 #include <linux/bug.h>
 #include <linux/cache.h>
 #include <linux/cpumask.h>
@@ -260,6 +261,19 @@
 
 /* Written once by pn_ctree_subsys_init(), read-only afterwards. */
 static struct pn_ctree_topo pn_ctree_topo __read_mostly;
+
+/*
+ * pn_ctree_shape() of each batch order for the possible CPUs, and the
+ * sum of every item's start value.  Fixed at init, so that neither init
+ * nor the precise sum recomputes the shape.
+ */
+struct pn_ctree_shape_of {
+	unsigned long under, over, start_sum;
+	unsigned long start[PN_CTREE_MAX_LEVELS];
+};
+
+static struct pn_ctree_shape_of pn_ctree_shapes[PN_CTREE_RANGE_ORDER + 1] __read_mostly;
+static unsigned long pn_ctree_batch __read_mostly;	/* the default batch */
 static bool pn_ctree_ready __read_mostly;
 
 /* Misuses still expected (KUnit), see struct pn_misuse_budget. */
@@ -438,11 +452,7 @@ unsigned long pn_ctree_batch_within(const struct pn_ctree_topo *t,
  */
 unsigned long pn_ctree_default_batch(void)
 {
-	unsigned long p = num_possible_cpus();
-
-	return min(PN_CTREE_BATCH,
-		   pn_ctree_batch_within(&pn_ctree_topo, p,
-					 (max(32UL, 2 * p) - 1) * p));
+	return pn_ctree_batch;
 }
 EXPORT_SYMBOL_GPL(pn_ctree_default_batch);
 
@@ -472,13 +482,29 @@ EXPORT_SYMBOL_IF_KUNIT(pn_ctree_topology);
  */
 int pn_ctree_subsys_init(void)
 {
-	unsigned int order = order_base_2(nr_cpu_ids);
+	unsigned int order = order_base_2(nr_cpu_ids), b;
+	unsigned long p = num_possible_cpus();
 
 	if (order > PN_CTREE_MAX_ORDER) {
 		pr_err("counter tree: %u CPU ids not supported\n", nr_cpu_ids);
 		return -EOPNOTSUPP;
 	}
 	pn_ctree_topo_compute(order, &pn_ctree_topo);
+	for (b = 0; b + order <= PN_CTREE_RANGE_ORDER; b++) {
+		struct pn_ctree_shape_of *s = &pn_ctree_shapes[b];
+		unsigned int l, shift = 0;
+
+		pn_ctree_shape(&pn_ctree_topo, b, p, &s->under, &s->over,
+			       s->start);
+		s->start_sum = 0;
+		for (l = 1; l < pn_ctree_topo.nr_levels; l++) {
+			shift += pn_ctree_topo.arity_order[l - 1];
+			s->start_sum += s->start[l] << (order - shift);
+		}
+	}
+	pn_ctree_batch = min(PN_CTREE_BATCH,
+			     pn_ctree_batch_within(&pn_ctree_topo, p,
+						   (max(32UL, 2 * p) - 1) * p));
 	pn_ctree_ready = true;
 	return 0;
 }
@@ -570,9 +596,9 @@ int pn_ctree_init_many(struct pn_ctree *counters, struct pn_ctree_item *items,
 		       unsigned int nr, unsigned long batch, gfp_t gfp)
 {
 	const struct pn_ctree_topo *t = &pn_ctree_topo;
-	unsigned long start[PN_CTREE_MAX_LEVELS], under, over;
-	unsigned int possible = num_possible_cpus(), i, l;
+	const struct pn_ctree_shape_of *s;
 	size_t row = pn_ctree_row_size(nr);
+	unsigned int i, l;
 	u32 __percpu *level0;
 	void *rows;
 
@@ -585,7 +611,7 @@ int pn_ctree_init_many(struct pn_ctree *counters, struct pn_ctree_item *items,
 	level0 = pn_ctree_alloc_level0(nr, gfp);
 	if (!level0)
 		return -ENOMEM;
-	pn_ctree_shape(t, ilog2(batch), possible, &under, &over, start);
+	s = &pn_ctree_shapes[ilog2(batch)];
 
 	for (i = 0; i < nr; i++) {
 		struct pn_ctree *c = &counters[i];
@@ -597,8 +623,8 @@ int pn_ctree_init_many(struct pn_ctree *counters, struct pn_ctree_item *items,
 		c->batch_order = t->nr_levels ? ilog2(batch) : 0;
 		c->stride = row;
 		c->bias = 0;
-		c->under = under;
-		c->over = over;
+		c->under = s->under;
+		c->over = s->over;
 		c->root = &((struct pn_ctree_item *)(rows + (t->nr_items - 1) * row))->count;
 		/*
 		 * Level 0 stays as the allocator zeroed it: its start value
@@ -612,7 +638,7 @@ int pn_ctree_init_many(struct pn_ctree *counters, struct pn_ctree_item *items,
 			n = 1U << (t->order - shift);
 			for (j = 0; j < n; j++) {
 				atomic_long_set(&((struct pn_ctree_item *)rows)->count,
-						start[l]);
+						s->start[l]);
 				rows += row;
 			}
 		}
@@ -684,11 +710,16 @@ void pn_ctree_destroy(struct pn_ctree *counter)
 }
 EXPORT_SYMBOL_GPL(pn_ctree_destroy);
 
-/*
- * Hand @carry (a nonzero multiple of T_0) up from level 1 to the root.
- * Preemption is disabled by the caller; the CPU number only picks items.
+/**
+ * __pn_ctree_propagate() - hand a carry up from level 1 to the root
+ * @c: the tree
+ * @carry: a nonzero multiple of T_0
+ *
+ * Out of line for __pn_ctree_add_step().  The CPU number only picks items.
+ *
+ * Context: Preemption disabled by the caller; not in NMI.
  */
-static void pn_ctree_propagate(struct pn_ctree *c, unsigned long carry)
+void __pn_ctree_propagate(struct pn_ctree *c, unsigned long carry)
 {
 	const struct pn_ctree_topo *t = &pn_ctree_topo;
 	size_t row = c->stride;
@@ -718,28 +749,7 @@ static void pn_ctree_propagate(struct pn_ctree *c, unsigned long carry)
 	}
 	atomic_long_add((long)carry, c->root);
 }
-
-/* One step of an add, |@inc| <= PN_CTREE_STEP_MAX; see pn_ctree_add(). */
-static __always_inline void pn_ctree_add_step(struct pn_ctree *counter,
-					      u32 __percpu *level0, long inc)
-{
-	unsigned int b = counter->batch_order;
-	unsigned long r, carry;
-
-	preempt_disable();
-	/*
-	 * The counter modulo 2^32 as if it had started at B / 2 (see init;
-	 * 0 on a single CPU id, where b is 0 and every add carries): the
-	 * carry depends only on the low b bits of the old and new values,
-	 * which the 32-bit counter holds exactly.
-	 */
-	r = (unsigned long)this_cpu_add_return(*level0, (u32)inc) +
-	    ((1UL << b) >> 1);
-	carry = pn_ctree_carry(r - inc, r, b, BITS_PER_LONG);
-	if (unlikely(carry))
-		pn_ctree_propagate(counter, carry);
-	preempt_enable();
-}
+EXPORT_SYMBOL_GPL(__pn_ctree_propagate);
 
 /*
  * An add of more than PN_CTREE_STEP_MAX either way: its multiple of 2^32
@@ -760,7 +770,7 @@ static noinline void pn_ctree_add_large(struct pn_ctree *counter,
 	preempt_disable();
 	while (lo) {
 		step = min(lo, PN_CTREE_STEP_MAX);
-		pn_ctree_add_step(counter, level0, inc < 0 ? -step : step);
+		__pn_ctree_add_step(counter, level0, inc < 0 ? -step : step);
 		lo -= step;
 	}
 	if (hi)
@@ -802,7 +812,7 @@ void pn_ctree_add(struct pn_ctree *counter, long inc)
 		pn_ctree_add_large(counter, level0, inc);
 		return;
 	}
-	pn_ctree_add_step(counter, level0, inc);
+	__pn_ctree_add_step(counter, level0, inc);
 }
 EXPORT_SYMBOL_GPL(pn_ctree_add);
 
@@ -822,29 +832,39 @@ static unsigned long pn_ctree_level0_sum(struct pn_ctree *c,
 					 u32 __percpu *level0)
 {
 	const struct pn_ctree_topo *t = &pn_ctree_topo;
-	unsigned long start[PN_CTREE_MAX_LEVELS], under, over, sum;
-	unsigned int b = c->batch_order, order = b, shift = 0, cpu, l;
-	unsigned long s0 = (1UL << b) >> 1, low0 = (1UL << b) - 1;
+	const unsigned long *seen = cpumask_bits(pn_cpus_seen);
+	unsigned int b = c->batch_order, order = b, shift = 0, l, w;
+	unsigned long s0 = (1UL << b) >> 1, low0 = (1UL << b) - 1, sum;
 	void *item = (void *)c->root - (size_t)(t->nr_items - 1) * c->stride;
 
-	pn_ctree_shape(t, b, num_possible_cpus(), &under, &over, start);
-	sum = atomic_long_read(c->root);
+	sum = atomic_long_read(c->root) - pn_ctree_shapes[b].start_sum;
 	for (l = 1; l < t->nr_levels; l++) {
-		unsigned int j, n;
+		unsigned long mask;
+		unsigned int j;
 
 		shift += t->arity_order[l - 1];
 		order += t->arity_order[l - 1];
-		n = 1U << (t->order - shift);
-		for (j = 0; j < n; j++) {
-			unsigned long v = atomic_long_read(&((struct pn_ctree_item *)item)->count);
-
-			sum += (v & ((1UL << order) - 1)) - start[l];
+		mask = (1UL << order) - 1;
+		for (j = 1U << (t->order - shift); j; j--) {
+			sum += atomic_long_read(&((struct pn_ctree_item *)item)->count) & mask;
 			item += c->stride;
 		}
 	}
-	/* CPUs never brought up still hold 0, a zero term: skip them. */
-	for_each_cpu(cpu, pn_cpus_seen)
-		sum += ((READ_ONCE(*per_cpu_ptr(level0, cpu)) + s0) & low0) - s0;
+	/*
+	 * CPUs never brought up still hold 0, a zero term: skip them.  A
+	 * word of the mask at a time: for_each_cpu() calls _find_next_bit()
+	 * for every CPU.
+	 */
+	for (w = 0; w < BITS_TO_LONGS(nr_cpu_ids); w++) {
+		unsigned long bits = READ_ONCE(seen[w]);
+
+		while (bits) {
+			unsigned int cpu = w * BITS_PER_LONG + __ffs(bits);
+
+			bits &= bits - 1;
+			sum += ((READ_ONCE(*per_cpu_ptr(level0, cpu)) + s0) & low0) - s0;
+		}
+	}
 	return sum;
 }
 

@@ -33,8 +33,6 @@
  * wide").
  */
 #define PN_CTREE_RANGE_ORDER	27
-/* Larger adds are split so that none holds more than this in flight. */
-#define PN_CTREE_STEP_MAX	((long)BIT(30))
 
 /**
  * struct pn_ctree_topo - the shape of every tree on this machine

@@ -375,6 +375,32 @@ static void pn_ct_init_rejects(struct kunit *test)
 	pn_ctree_destroy(&c);
 }
 
+/*
+ * Init reads each batch's range and item start values from a table made
+ * at module init: every legal batch must get the formula's range, and a
+ * fresh tree (items at their start values) must sum to exactly 0.
+ */
+static void pn_ct_every_batch(struct kunit *test)
+{
+	unsigned int p = num_possible_cpus(), b;
+	unsigned long u, o;
+
+	for (b = 1; (1UL << b) <= pn_ctree_batch_max(); b++) {
+		struct pn_ctree *c = pn_ct_new(test, 2, 1UL << b);
+
+		pn_ctree_accuracy(pn_ctree_topology(), b, p, &u, &o);
+		KUNIT_EXPECT_EQ_MSG(test, (unsigned long)c[1].under, u, "batch 2^%u", b);
+		KUNIT_EXPECT_EQ_MSG(test, (unsigned long)c[1].over, o, "batch 2^%u", b);
+		pn_ct_check(test, &c[1], 0);
+		/* a carry through every level from this CPU, and back */
+		pn_ctree_add(&c[1], (1L << b) << pn_ctree_topology()->order);
+		pn_ct_check(test, &c[1], (1L << b) << pn_ctree_topology()->order);
+		pn_ctree_add(&c[1], -((1L << b) << pn_ctree_topology()->order) - 1);
+		pn_ct_check(test, &c[1], -1);
+		pn_ct_check(test, &c[0], 0);
+	}
+}
+
 static void pn_ct_degenerate_shape(struct kunit *test)
 {
 	struct pn_ctree_topo t;
@@ -1350,6 +1376,7 @@ static struct kunit_case pn_ct_cases[] = {
 	KUNIT_CASE(pn_ct_carry_exhaustive_8bit),
 	KUNIT_CASE(pn_ct_carry_full_width),
 	KUNIT_CASE(pn_ct_init_rejects),
+	KUNIT_CASE(pn_ct_every_batch),
 	KUNIT_CASE(pn_ct_degenerate_shape),
 	KUNIT_CASE(pn_ct_random_walk),
 	KUNIT_CASE(pn_ct_no_early_carry),

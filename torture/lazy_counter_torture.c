@@ -35,7 +35,9 @@
  *    percpu_counter_init_many()+destroy_many() (one thread: the cost is
  *    the allocation);
  *  - add_local on each worker's own counter, lazy, flat and tree, against
- *    percpu_counter_add() on the worker's own percpu_counter;
+ *    percpu_counter_add() on the worker's own percpu_counter, and tree
+ *    against pn_ctree_add() on the worker's own tree (what the lazy
+ *    layer costs, in the same loop);
  *  - add_remote on one counter shared by all workers, lazy, flat and
  *    tree, against atomic_long_add() on one word and (flat) against
  *    percpu_counter_add() on one shared percpu_counter.
@@ -47,11 +49,13 @@
 #include <linux/compiler.h>
 #include <linux/kernel.h>
 #include <linux/ktime.h>
+#include <linux/log2.h>
 #include <linux/percpu_counter.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/workqueue.h>
 
+#include <pcpu_next/counter_tree.h>
 #include <pcpu_next/lazy_counter.h>
 #include "internal/core.h"
 #include "internal/lazy_counter.h"
@@ -371,6 +375,7 @@ enum lazy_bench_op {
 	LB_ADD_REMOTE,		/* add_remote on one shared counter */
 	LB_ATOMIC_ADD,		/* atomic_long_add on one shared word */
 	LB_PCPU_ADD_SHARED,	/* percpu_counter_add on one shared counter */
+	LB_TREE_ADD,		/* pn_ctree_add on the worker's own tree */
 };
 
 /**
@@ -384,6 +389,9 @@ enum lazy_bench_op {
  * @shared: the shared lazy counter
  * @shared_atomic: the shared atomic word
  * @shared_pc: the shared percpu_counter
+ * @own_tree: per worker, its own counter tree (the tree target, raw)
+ * @own_items: the items of @own_tree, @items_size bytes each
+ * @items_size: one tree's items, a power of two of whole lines
  * @ops: per worker, operations done
  * @remote_ops: add_remote() calls made on @shared, all phases
  * @err: first error of a worker
@@ -398,6 +406,9 @@ struct lazy_bench {
 	struct lazy_counter shared;
 	atomic_long_t shared_atomic;
 	struct percpu_counter shared_pc;
+	struct pn_ctree *own_tree;
+	void *own_items;
+	size_t items_size;
 	u64 *ops;
 	u64 remote_ops;
 	atomic_t err;
@@ -472,6 +483,11 @@ static int lazy_bench_worker(struct pn_run *run, unsigned int idx, void *arg)
 				percpu_counter_add(&b->shared_pc, 1);
 			n += 256;
 			break;
+		case LB_TREE_ADD:
+			for (k = 0; k < 256; k++)
+				pn_ctree_add(&b->own_tree[idx], 1);
+			n += 256;
+			break;
 		}
 		cond_resched();
 	}
@@ -526,7 +542,7 @@ static void lazy_bench_pair(struct pn_run *run, struct lazy_bench *b,
 
 static int lazy_bench(struct pn_run *run)
 {
-	unsigned int threads = run->p.threads, i, pcs = 0;
+	unsigned int threads = run->p.threads, i, pcs = 0, trees = 0;
 	struct lazy_bench *b;
 	int ret = 0;
 	s64 expect;
@@ -547,6 +563,23 @@ static int lazy_bench(struct pn_run *run)
 		goto out_free;
 	for (pcs = 0; pcs < threads; pcs++) {
 		ret = percpu_counter_init(&b->own_pc[pcs], 0, GFP_KERNEL);
+		if (ret)
+			goto out;
+	}
+	/* A power of two of whole lines each: every tree's items aligned. */
+	b->items_size = roundup_pow_of_two(max_t(size_t, pn_ctree_items_size(),
+						 SMP_CACHE_BYTES));
+	b->own_tree = kcalloc(threads, sizeof(*b->own_tree), GFP_KERNEL);
+	b->own_items = kmalloc(roundup_pow_of_two(threads * b->items_size),
+			       GFP_KERNEL);
+	if (!b->own_tree || !b->own_items) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (trees = 0; trees < threads; trees++) {
+		ret = pn_ctree_init(&b->own_tree[trees],
+				    b->own_items + trees * b->items_size,
+				    pn_ctree_default_batch(), GFP_KERNEL);
 		if (ret)
 			goto out;
 	}
@@ -612,6 +645,9 @@ static int lazy_bench(struct pn_run *run)
 	}
 	lazy_bench_pair(run, b, threads, "add_local (tree)", LB_ADD_LOCAL,
 			"percpu_counter_add (own)", LB_PCPU_ADD, &ret);
+	/* What the lazy layer costs: the tree's own add, in the same loop. */
+	lazy_bench_pair(run, b, threads, "add_local (tree)", LB_ADD_LOCAL,
+			"pn_ctree_add (own)", LB_TREE_ADD, &ret);
 
 	/* add_remote: every worker on one shared counter. */
 	lazy_counter_init_many(&b->shared, 0, 1);
@@ -653,10 +689,14 @@ static int lazy_bench(struct pn_run *run)
 	for (i = 0; i < threads; i++)
 		lazy_counter_destroy_many(&b->own[i], 1);
 out:
+	while (trees--)
+		pn_ctree_destroy(&b->own_tree[trees]);
 	while (pcs--)
 		percpu_counter_destroy(&b->own_pc[pcs]);
 	percpu_counter_destroy(&b->shared_pc);
 out_free:
+	kfree(b->own_items);
+	kfree(b->own_tree);
 	kfree(b->own_pc);
 	kfree(b->own);
 	kfree(b->ops);

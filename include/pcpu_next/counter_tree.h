@@ -22,10 +22,12 @@
 #define _PCPU_NEXT_COUNTER_TREE_H
 
 #include <linux/atomic.h>
+#include <linux/bits.h>
 #include <linux/cache.h>
 #include <linux/compiler.h>
 #include <linux/gfp_types.h>
 #include <linux/percpu.h>
+#include <linux/preempt.h>
 #include <linux/types.h>
 
 /**
@@ -95,6 +97,38 @@ void pn_ctree_set(struct pn_ctree *counter, long v);
 
 /* Not for callers: the inline readers below report a destroyed tree here. */
 long __pn_ctree_misuse(void);
+
+/* pn_ctree_add() splits larger adds, so that none holds more in flight. */
+#define PN_CTREE_STEP_MAX	((long)BIT(30))
+
+/* Not for callers: __pn_ctree_add_step() hands a carry up here. */
+void __pn_ctree_propagate(struct pn_ctree *counter, unsigned long carry);
+
+/**
+ * __pn_ctree_add_step() - the fast path of pn_ctree_add()
+ * @counter: a live tree
+ * @level0: @counter->level0, not NULL
+ * @inc: at most PN_CTREE_STEP_MAX either way
+ *
+ * Not for callers: pn_ctree_add() and the lazy counter's inline add use
+ * it.  Level 0 is the counter modulo 2^32 as if it had started at B / 2.
+ * The carry depends only on the low bits, which 32 bits hold exactly.
+ *
+ * Context: Any context except NMI.
+ */
+static __always_inline void __pn_ctree_add_step(struct pn_ctree *counter,
+						u32 __percpu *level0, long inc)
+{
+	unsigned int b = counter->batch_order;
+	unsigned long high = ~((1UL << b) - 1), r;
+
+	preempt_disable();
+	r = (unsigned long)this_cpu_add_return(*level0, (u32)inc) +
+	    ((1UL << b) >> 1);
+	if (unlikely((r & high) != ((r - inc) & high)))
+		__pn_ctree_propagate(counter, (r & high) - ((r - inc) & high));
+	preempt_enable();
+}
 
 /**
  * pn_ctree_items_size() - bytes of items one tree needs

@@ -154,7 +154,8 @@ void __lazy_counter_add_upgraded(const struct lazy_counter *c, s64 amount);
  * percpu_counter_add_batch()): for the flat target a CPU-local
  * compare-and-exchange of the per-CPU delta while it stays below the
  * batch (percpu_counter_batch, capped at lazy_counter_flat_batch_max);
- * for the tree target pn_ctree_add() directly.  A fold into the central
+ * for the tree target the tree's own fast path (__pn_ctree_add_step()),
+ * where pn_ctree_add() is a call.  A fold into the central
  * count, a destroyed counter (no slot) and architectures without
  * CONFIG_HAVE_CMPXCHG_LOCAL take __lazy_counter_add_upgraded().
  *
@@ -183,7 +184,15 @@ static __always_inline void __lazy_counter_add_target(const struct lazy_counter 
 		}
 #endif
 		if (h->tree) {
-			pn_ctree_add(h->tree, amount);
+			struct pn_ctree *t = h->tree;
+			u32 __percpu *level0 = READ_ONCE(t->level0);
+
+			/* |amount| <= PN_CTREE_STEP_MAX in one compare */
+			if (likely(level0 &&
+				   (u64)amount + PN_CTREE_STEP_MAX <= 2 * PN_CTREE_STEP_MAX))
+				__pn_ctree_add_step(t, level0, amount);
+			else
+				pn_ctree_add(t, amount);
 			return;
 		}
 	}
