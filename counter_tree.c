@@ -42,7 +42,7 @@
  *
  *	carry = (res & ~(T_l - 1)) - (orig & ~(T_l - 1))
  *
- * (pn_ctree_carry()).  Because the modulus is a multiple of T_l this is
+ * (__pn_ctree_carry()).  Because the modulus is a multiple of T_l this is
  * exact under wrap-around too, and a carry is always a multiple of T_l.
  * An item of level l only receives multiples of T_(l-1); when a carry is
  * a multiple of T_l the item's low bits would not change and its carry
@@ -80,8 +80,8 @@
  * start value is not stored in the counters: they start at 0 as the
  * allocator zeroed them and the add looks for carries in (counter +
  * B / 2), the same arithmetic modulo 2^32, so init writes no per-CPU
- * memory and the precise sum is the plain sum of level 0; the item start
- * values need no correction, by the identity above.  The precise sum (and
+ * memory.  The precise sum subtracts the items' start values, one total
+ * per batch fixed at module init with the range (pn_ctree_shapes[]).  It (and
  * so pn_ctree_set()) reads only the CPUs that were ever brought up
  * (pn_cpus_seen, internal/core.h): a CPU that never ran still holds 0,
  * which contributes nothing, so skipping it is exact; an offline CPU
@@ -223,8 +223,8 @@
  * <kunit/visibility.h>, the public headers <pcpu_next/counter_tree.h>
  * (the client API) and <pcpu_next/pcpu_alloc.h> (the level-0 storage),
  * and the private "internal/core.h" (pn_ctree_subsys_init(), called by
- * the module core) and "internal/counter_tree.h" (the shape, the accuracy
- * formula and the carry arithmetic, shared with KUnit and the harness,
+ * the module core) and "internal/counter_tree.h" (the shape and the
+ * accuracy formula, shared with KUnit and the harness,
  * and the KUnit-only hooks pn_ctree_topology() and
  * pn_ctree_expect_misuse(), compiled only with KUnit).  It knows nothing
  * of the test harness: the stress and bench of the debugfs control plane
@@ -263,9 +263,10 @@
 static struct pn_ctree_topo pn_ctree_topo __read_mostly;
 
 /*
- * pn_ctree_shape() of each batch order for the possible CPUs, and the
- * sum of every item's start value.  Fixed at init, so that neither init
- * nor the precise sum recomputes the shape.
+ * pn_ctree_shape() of each legal batch order for the possible CPUs, and
+ * the sum of every item's start value; entries past the largest batch
+ * stay zero.  Fixed at init: neither init nor the precise sum recomputes
+ * the shape.
  */
 struct pn_ctree_shape_of {
 	unsigned long under, over, start_sum;
@@ -712,21 +713,21 @@ EXPORT_SYMBOL_GPL(pn_ctree_destroy);
 
 /**
  * __pn_ctree_propagate() - hand a carry up from level 1 to the root
- * @c: the tree
+ * @counter: the tree
  * @carry: a nonzero multiple of T_0
  *
  * Out of line for __pn_ctree_add_step().  The CPU number only picks items.
  *
  * Context: Preemption disabled by the caller; not in NMI.
  */
-void __pn_ctree_propagate(struct pn_ctree *c, unsigned long carry)
+void __pn_ctree_propagate(struct pn_ctree *counter, unsigned long carry)
 {
 	const struct pn_ctree_topo *t = &pn_ctree_topo;
-	size_t row = c->stride;
+	size_t row = counter->stride;
 	/* this tree's item 0; its item k is k rows further */
-	void *level = (void *)c->root - (size_t)(t->nr_items - 1) * row;
+	void *level = (void *)counter->root - (size_t)(t->nr_items - 1) * row;
 	unsigned int cpu = smp_processor_id();
-	unsigned int order = c->batch_order, shift = 0, l;
+	unsigned int order = counter->batch_order, shift = 0, l;
 
 	for (l = 1; l < t->nr_levels; l++) {
 		unsigned int nr;
@@ -740,14 +741,14 @@ void __pn_ctree_propagate(struct pn_ctree *c, unsigned long carry)
 			unsigned long res;
 
 			res = atomic_long_add_return_relaxed((long)carry, &it->count);
-			carry = pn_ctree_carry(res - carry, res, order,
-					       BITS_PER_LONG);
+			carry = __pn_ctree_carry(res - carry, res, order,
+						 BITS_PER_LONG);
 			if (likely(!carry))
 				return;
 		}
 		level += nr * row;
 	}
-	atomic_long_add((long)carry, c->root);
+	atomic_long_add((long)carry, counter->root);
 }
 EXPORT_SYMBOL_GPL(__pn_ctree_propagate);
 
@@ -852,8 +853,8 @@ static unsigned long pn_ctree_level0_sum(struct pn_ctree *c,
 	}
 	/*
 	 * CPUs never brought up still hold 0, a zero term: skip them.  A
-	 * word of the mask at a time: for_each_cpu() calls _find_next_bit()
-	 * for every CPU.
+	 * word of the mask at a time: with NR_CPUS > BITS_PER_LONG,
+	 * for_each_cpu() calls _find_next_bit() for every CPU.
 	 */
 	for (w = 0; w < BITS_TO_LONGS(nr_cpu_ids); w++) {
 		unsigned long bits = READ_ONCE(seen[w]);

@@ -214,9 +214,10 @@
  * retpolines and IBT make dear) and, in the common case, no call into
  * this file at all: the public header's inline add reads the slot's head
  * (struct lazy_slot_head: the flat target's per-CPU delta or the tree)
- * and does the flat target's CPU-local compare-and-exchange itself, or
- * calls pn_ctree_add() (where percpu_counter_add() always calls the
- * exported percpu_counter_add_batch()); only a fold into the central count comes here
+ * and does the flat target's CPU-local compare-and-exchange, or the
+ * tree's add (__pn_ctree_add_step()), itself (where percpu_counter_add()
+ * always calls the exported percpu_counter_add_batch()); only a fold into
+ * the central count comes here
  * (__lazy_counter_add_upgraded()).  Reads, sums and setup go through the
  * table.  The tree target
  * (LAZY_COUNTER_TREE) puts each counter of the array on a hierarchical

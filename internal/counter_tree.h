@@ -11,7 +11,6 @@
  *	pn_ctree_topo_compute()			library, harness bench, KUnit
  *	pn_ctree_batch_within()			library, KUnit
  *	pn_ctree_accuracy()			harness bench, KUnit
- *	pn_ctree_carry()			library fast path, KUnit
  *	pn_ctree_topology()			KUnit only
  *	pn_ctree_expect_misuse()		KUnit only
  */
@@ -68,37 +67,5 @@ unsigned long pn_ctree_batch_within(const struct pn_ctree_topo *t,
 const struct pn_ctree_topo *pn_ctree_topology(void);
 unsigned int pn_ctree_expect_misuse(unsigned int n);
 #endif
-
-/**
- * pn_ctree_carry() - carry out of a counter after one add, at a given width
- * @orig: the counter before the add
- * @res: the counter after the add (orig + inc, modulo 2^@width)
- * @order: log2 of the batch of the level the counter carries into
- * @width: the counter's width in bits, 1..BITS_PER_LONG
- *
- * The counter stands for the value floor(v / 2^@order) * 2^@order in the
- * next level; the carry is the change of that value:
- * (res & ~(2^@order - 1)) - (orig & ~(2^@order - 1)), modulo 2^@width.
- * The library computes carries in unsigned long arithmetic (the items
- * are longs; a 32-bit level-0 counter is widened first, its low bits,
- * all a carry depends on, unchanged) and passes BITS_PER_LONG as the
- * width, so the width test folds away at compile time (the function is
- * always inlined) and leaves two masks and a subtraction on the fast
- * path; smaller widths exist only so that KUnit can check the arithmetic
- * exhaustively.
- *
- * Context: Any context.
- * Return: the carry, a multiple of 2^@order, modulo 2^@width.
- */
-static __always_inline unsigned long pn_ctree_carry(unsigned long orig,
-						    unsigned long res,
-						    unsigned int order,
-						    unsigned int width)
-{
-	unsigned long high = ~((1UL << order) - 1);
-	unsigned long wmask = width >= BITS_PER_LONG ? ~0UL : BIT(width) - 1;
-
-	return ((res & high) - (orig & high)) & wmask;
-}
 
 #endif /* _PCPU_NEXT_INTERNAL_COUNTER_TREE_H */

@@ -312,7 +312,7 @@ static void pn_ct_carry_exhaustive_8bit(struct kunit *test)
 		for (orig = 0; orig < BIT(w); orig++) {
 			for (inc = -(1 << (w - 1)); inc < (1 << (w - 1)); inc++) {
 				unsigned long res = (orig + inc) & (BIT(w) - 1);
-				unsigned long c = pn_ctree_carry(orig, res, order, w);
+				unsigned long c = __pn_ctree_carry(orig, res, order, w);
 				int o = pn_ct_sext(orig, w);
 				int ref = batch * (pn_ct_floor_div(o + inc, batch) -
 						   pn_ct_floor_div(o, batch));
@@ -338,14 +338,14 @@ static void pn_ct_carry_full_width(struct kunit *test)
 	const unsigned int w = BITS_PER_LONG;
 
 	/* Crossing zero upwards and downwards, and across LONG_MAX. */
-	KUNIT_EXPECT_EQ(test, pn_ctree_carry(ULONG_MAX, 0, 5, w), 32UL);
-	KUNIT_EXPECT_EQ(test, pn_ctree_carry(0, ULONG_MAX, 5, w), -32UL);
-	KUNIT_EXPECT_EQ(test, pn_ctree_carry(LONG_MAX, (unsigned long)LONG_MIN, 5, w), 32UL);
-	KUNIT_EXPECT_EQ(test, pn_ctree_carry(31, 32, 5, w), 32UL);
-	KUNIT_EXPECT_EQ(test, pn_ctree_carry(32, 63, 5, w), 0UL);
-	KUNIT_EXPECT_EQ(test, pn_ctree_carry(32, 31, 5, w), -32UL);
-	KUNIT_EXPECT_EQ(test, pn_ctree_carry(5, 5 + 10000, 5, w), 9984UL);
-	KUNIT_EXPECT_EQ(test, pn_ctree_carry(5, 5 - 10000, 5, w), -10016UL);
+	KUNIT_EXPECT_EQ(test, __pn_ctree_carry(ULONG_MAX, 0, 5, w), 32UL);
+	KUNIT_EXPECT_EQ(test, __pn_ctree_carry(0, ULONG_MAX, 5, w), -32UL);
+	KUNIT_EXPECT_EQ(test, __pn_ctree_carry(LONG_MAX, (unsigned long)LONG_MIN, 5, w), 32UL);
+	KUNIT_EXPECT_EQ(test, __pn_ctree_carry(31, 32, 5, w), 32UL);
+	KUNIT_EXPECT_EQ(test, __pn_ctree_carry(32, 63, 5, w), 0UL);
+	KUNIT_EXPECT_EQ(test, __pn_ctree_carry(32, 31, 5, w), -32UL);
+	KUNIT_EXPECT_EQ(test, __pn_ctree_carry(5, 5 + 10000, 5, w), 9984UL);
+	KUNIT_EXPECT_EQ(test, __pn_ctree_carry(5, 5 - 10000, 5, w), -10016UL);
 }
 
 /* ---- counters ---- */
@@ -382,20 +382,24 @@ static void pn_ct_init_rejects(struct kunit *test)
  */
 static void pn_ct_every_batch(struct kunit *test)
 {
-	unsigned int p = num_possible_cpus(), b;
+	unsigned int p = num_possible_cpus(), order = pn_ctree_topology()->order, b;
 	unsigned long u, o;
 
 	for (b = 1; (1UL << b) <= pn_ctree_batch_max(); b++) {
 		struct pn_ctree *c = pn_ct_new(test, 2, 1UL << b);
+		/* B (2^order - 1): no multiple of T_1, so items change */
+		long move = (1L << b) * ((1L << order) - 1);
 
 		pn_ctree_accuracy(pn_ctree_topology(), b, p, &u, &o);
 		KUNIT_EXPECT_EQ_MSG(test, (unsigned long)c[1].under, u, "batch 2^%u", b);
 		KUNIT_EXPECT_EQ_MSG(test, (unsigned long)c[1].over, o, "batch 2^%u", b);
 		pn_ct_check(test, &c[1], 0);
-		/* a carry through every level from this CPU, and back */
-		pn_ctree_add(&c[1], (1L << b) << pn_ctree_topology()->order);
-		pn_ct_check(test, &c[1], (1L << b) << pn_ctree_topology()->order);
-		pn_ctree_add(&c[1], -((1L << b) << pn_ctree_topology()->order) - 1);
+		/* carries that move items, then one straight to the root */
+		pn_ctree_add(&c[1], move);
+		pn_ct_check(test, &c[1], move);
+		pn_ctree_add(&c[1], (1L << b) << order);
+		pn_ct_check(test, &c[1], move + ((1L << b) << order));
+		pn_ctree_add(&c[1], -move - ((1L << b) << order) - 1);
 		pn_ct_check(test, &c[1], -1);
 		pn_ct_check(test, &c[0], 0);
 	}

@@ -24,6 +24,7 @@
 #include <linux/spinlock.h>
 #include <linux/workqueue.h>
 
+#include <pcpu_next/counter_tree.h>
 #include <pcpu_next/lazy_counter.h>
 
 #include "internal/core.h"
@@ -389,6 +390,40 @@ static void lazy_tree_target_test(struct kunit *test)
 	lazy_counter_destroy_many(c, nr);
 	lazy_counter_get_stats(&s1);
 	KUNIT_EXPECT_EQ(test, s1.live_groups, s0.live_groups);
+}
+
+/*
+ * The tree target's inline add takes the tree's fast path up to
+ * PN_CTREE_STEP_MAX either way and pn_ctree_add() beyond: every size,
+ * from the owner and from remote adders, must land exactly.
+ */
+static void lazy_tree_large_add_test(struct kunit *test)
+{
+	static const s64 amounts[] = {
+		1, -1, PN_CTREE_STEP_MAX, -PN_CTREE_STEP_MAX,
+		PN_CTREE_STEP_MAX + 1, -PN_CTREE_STEP_MAX - 1,
+		1LL << 40, -(1LL << 40), S64_MIN / 2, S64_MAX / 2,
+	};
+	struct lazy_counter *c;
+	s64 want = 0;
+	unsigned int i;
+
+	c = kunit_kzalloc(test, sizeof(*c), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, c);
+	lazy_counter_init_many(c, 0, 1);
+	KUNIT_ASSERT_EQ(test, lazy_counter_upgrade_many(c, 1, LAZY_COUNTER_TREE,
+							GFP_KERNEL), 0);
+	for (i = 0; i < ARRAY_SIZE(amounts); i++) {
+		lazy_counter_add_local(c, amounts[i]);
+		want += amounts[i];
+		KUNIT_EXPECT_EQ_MSG(test, lazy_counter_sum(c), want, "add_local %lld",
+				    amounts[i]);
+		lazy_counter_add_remote(c, -amounts[i]);
+		want -= amounts[i];
+		KUNIT_EXPECT_EQ_MSG(test, lazy_counter_sum(c), want, "add_remote %lld",
+				    -amounts[i]);
+	}
+	lazy_counter_destroy_many(c, 1);
 }
 
 /*
@@ -1059,6 +1094,7 @@ static struct kunit_case lazy_counter_cases[] = {
 	KUNIT_CASE(lazy_upgrade_race_test),
 	KUNIT_CASE(lazy_tree_upgrade_race_test),
 	KUNIT_CASE(lazy_tree_target_test),
+	KUNIT_CASE(lazy_tree_large_add_test),
 	KUNIT_CASE(lazy_flat_target_test),
 	KUNIT_CASE(lazy_flat_offline_cpu_test),
 	KUNIT_CASE(lazy_flat_batch_hotplug_test),

@@ -390,8 +390,7 @@ enum lazy_bench_op {
  * @shared_atomic: the shared atomic word
  * @shared_pc: the shared percpu_counter
  * @own_tree: per worker, its own counter tree (the tree target, raw)
- * @own_items: the items of @own_tree, @items_size bytes each
- * @items_size: one tree's items, a power of two of whole lines
+ * @own_items: per worker, its tree's items (a kmalloc() each)
  * @ops: per worker, operations done
  * @remote_ops: add_remote() calls made on @shared, all phases
  * @err: first error of a worker
@@ -407,8 +406,7 @@ struct lazy_bench {
 	atomic_long_t shared_atomic;
 	struct percpu_counter shared_pc;
 	struct pn_ctree *own_tree;
-	void *own_items;
-	size_t items_size;
+	void **own_items;
 	u64 *ops;
 	u64 remote_ops;
 	atomic_t err;
@@ -566,22 +564,23 @@ static int lazy_bench(struct pn_run *run)
 		if (ret)
 			goto out;
 	}
-	/* A power of two of whole lines each: every tree's items aligned. */
-	b->items_size = roundup_pow_of_two(max_t(size_t, pn_ctree_items_size(),
-						 SMP_CACHE_BYTES));
 	b->own_tree = kcalloc(threads, sizeof(*b->own_tree), GFP_KERNEL);
-	b->own_items = kmalloc(roundup_pow_of_two(threads * b->items_size),
-			       GFP_KERNEL);
+	b->own_items = kcalloc(threads, sizeof(*b->own_items), GFP_KERNEL);
 	if (!b->own_tree || !b->own_items) {
 		ret = -ENOMEM;
 		goto out;
 	}
 	for (trees = 0; trees < threads; trees++) {
-		ret = pn_ctree_init(&b->own_tree[trees],
-				    b->own_items + trees * b->items_size,
-				    pn_ctree_default_batch(), GFP_KERNEL);
-		if (ret)
+		/* a power-of-two kmalloc() is aligned to its size: whole lines */
+		b->own_items[trees] = kmalloc(roundup_pow_of_two(pn_ctree_items_size()),
+					      GFP_KERNEL);
+		ret = b->own_items[trees] ?
+		      pn_ctree_init(&b->own_tree[trees], b->own_items[trees],
+				    pn_ctree_default_batch(), GFP_KERNEL) : -ENOMEM;
+		if (ret) {
+			kfree(b->own_items[trees]);
 			goto out;
+		}
 	}
 
 	/* Lifetime of 1 and 4 counters; one thread, the allocation cost. */
@@ -689,8 +688,10 @@ static int lazy_bench(struct pn_run *run)
 	for (i = 0; i < threads; i++)
 		lazy_counter_destroy_many(&b->own[i], 1);
 out:
-	while (trees--)
+	while (trees--) {
 		pn_ctree_destroy(&b->own_tree[trees]);
+		kfree(b->own_items[trees]);
+	}
 	while (pcs--)
 		percpu_counter_destroy(&b->own_pc[pcs]);
 	percpu_counter_destroy(&b->shared_pc);

@@ -7,7 +7,8 @@
  * This is the API for client modules.  The out-of-line functions are
  * documented (kernel-doc) at their definitions in counter_tree.c, the
  * inline readers here; a counter's accuracy range, which a client may
- * rely on, is pn_ctree_accuracy_range().
+ * rely on, is pn_ctree_accuracy_range().  The __pn_ctree_*() helpers are
+ * the add's fast path, inline for the lazy counter; not for callers.
  *
  * Accuracy convention, at quiescence (no add in flight):
  *
@@ -101,6 +102,32 @@ long __pn_ctree_misuse(void);
 /* pn_ctree_add() splits larger adds, so that none holds more in flight. */
 #define PN_CTREE_STEP_MAX	((long)BIT(30))
 
+/**
+ * __pn_ctree_carry() - carry out of a counter after one add, at a given width
+ * @orig: the counter before the add
+ * @res: the counter after the add (orig + inc, modulo 2^@width)
+ * @order: log2 of the batch of the level the counter carries into
+ * @width: the counter's width in bits, 1..BITS_PER_LONG
+ *
+ * The counter stands for floor(v / 2^@order) * 2^@order in the next
+ * level; the carry is the change of that value, modulo 2^@width.  The
+ * library passes BITS_PER_LONG; smaller widths let KUnit check the
+ * arithmetic exhaustively.  Not for callers.
+ *
+ * Context: Any context.
+ * Return: the carry, a multiple of 2^@order, modulo 2^@width.
+ */
+static __always_inline unsigned long __pn_ctree_carry(unsigned long orig,
+						      unsigned long res,
+						      unsigned int order,
+						      unsigned int width)
+{
+	unsigned long high = ~((1UL << order) - 1);
+	unsigned long wmask = width >= BITS_PER_LONG ? ~0UL : BIT(width) - 1;
+
+	return ((res & high) - (orig & high)) & wmask;
+}
+
 /* Not for callers: __pn_ctree_add_step() hands a carry up here. */
 void __pn_ctree_propagate(struct pn_ctree *counter, unsigned long carry);
 
@@ -120,13 +147,14 @@ static __always_inline void __pn_ctree_add_step(struct pn_ctree *counter,
 						u32 __percpu *level0, long inc)
 {
 	unsigned int b = counter->batch_order;
-	unsigned long high = ~((1UL << b) - 1), r;
+	unsigned long r, carry;
 
 	preempt_disable();
 	r = (unsigned long)this_cpu_add_return(*level0, (u32)inc) +
 	    ((1UL << b) >> 1);
-	if (unlikely((r & high) != ((r - inc) & high)))
-		__pn_ctree_propagate(counter, (r & high) - ((r - inc) & high));
+	carry = __pn_ctree_carry(r - inc, r, b, BITS_PER_LONG);
+	if (unlikely(carry))
+		__pn_ctree_propagate(counter, carry);
 	preempt_enable();
 }
 

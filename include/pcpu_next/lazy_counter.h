@@ -154,8 +154,9 @@ void __lazy_counter_add_upgraded(const struct lazy_counter *c, s64 amount);
  * percpu_counter_add_batch()): for the flat target a CPU-local
  * compare-and-exchange of the per-CPU delta while it stays below the
  * batch (percpu_counter_batch, capped at lazy_counter_flat_batch_max);
- * for the tree target the tree's own fast path (__pn_ctree_add_step()),
- * where pn_ctree_add() is a call.  A fold into the central
+ * for the tree target the tree's own fast path (__pn_ctree_add_step();
+ * pn_ctree_add() for an amount beyond PN_CTREE_STEP_MAX either way or a
+ * destroyed tree).  A fold into the central
  * count, a destroyed counter (no slot) and architectures without
  * CONFIG_HAVE_CMPXCHG_LOCAL take __lazy_counter_add_upgraded().
  *
