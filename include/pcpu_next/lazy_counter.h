@@ -170,14 +170,16 @@ static __always_inline void __lazy_counter_add_target(const struct lazy_counter 
 	if (likely(h)) {
 #ifdef CONFIG_HAVE_CMPXCHG_LOCAL
 		if (likely(h->flat_pcpu)) {
-			s32 batch = min(READ_ONCE(percpu_counter_batch),
-					READ_ONCE(lazy_counter_flat_batch_max));
+			s64 batch = min_t(s64, READ_ONCE(percpu_counter_batch),
+					  READ_ONCE(lazy_counter_flat_batch_max));
 			s32 old = this_cpu_read(*h->flat_pcpu);
 			s64 new;
 
 			do {
 				new = (s64)old + amount;
-				if (unlikely(abs(new) >= batch))
+				/* |new| >= batch, in one unsigned compare */
+				if (unlikely((u64)new + (batch - 1) >=
+					     (u64)(2 * batch - 1)))
 					goto slow;
 			} while (!this_cpu_try_cmpxchg(*h->flat_pcpu, &old,
 						       (s32)new));
