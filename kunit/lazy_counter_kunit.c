@@ -450,9 +450,15 @@ static void lazy_flat_target_test(struct kunit *test)
 	lazy_counter_add_remote(&c, 1);		/* reaches the batch: folds */
 	KUNIT_EXPECT_EQ(test, lazy_counter_read(&c), 75 + batch);
 	lazy_counter_add_local(&c, -5);
-	preempt_enable();
 	KUNIT_EXPECT_EQ(test, lazy_counter_read(&c), 75 + batch);
 	KUNIT_EXPECT_EQ(test, lazy_counter_sum(&c), 70 + batch);
+	/* the negative side: -(batch - 1) stays per CPU, -batch folds */
+	lazy_counter_add_local(&c, -(batch - 1) + 5);
+	KUNIT_EXPECT_EQ(test, lazy_counter_read(&c), 75 + batch);
+	lazy_counter_add_local(&c, -1);
+	preempt_enable();
+	KUNIT_EXPECT_EQ(test, lazy_counter_read(&c), 75);
+	KUNIT_EXPECT_EQ(test, lazy_counter_sum(&c), 75);
 
 	/* positive variants in per-CPU mode */
 	lazy_counter_add_remote(&c, -(80 + batch) * 4);
